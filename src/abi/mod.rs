@@ -1,0 +1,181 @@
+//! Argument placement, one module per ABI, in pure Rust: compiled and unit-tested on every
+//! host, whatever the target. A module turns a [`Signature`] into a [`Placement`]: where every
+//! byte of every argument goes (register image, stack-argument image, private copy) and where
+//! every byte of the result comes from. Nothing here knows about NCCL or the assembly; the
+//! frame layout lives in `crate::engine`.
+
+pub mod aapcs64;
+pub mod sysv_x86_64;
+
+use crate::limits::{MAX_COPY_BYTES, MAX_STACK_BYTES};
+use crate::{Error, Signature};
+
+/// A calling convention the core can place arguments for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Abi {
+    /// System V AMD64 psABI (Linux x86-64).
+    SysVX86_64,
+    /// Procedure Call Standard for the Arm 64-bit Architecture (Linux AArch64).
+    Aapcs64,
+}
+
+impl Abi {
+    /// The ABI of the target this crate was built for, when it has a trampoline.
+    pub const fn native() -> Option<Abi> {
+        if cfg!(nccl_trampoline_asm = "x86_64_sysv") {
+            Some(Abi::SysVX86_64)
+        } else if cfg!(nccl_trampoline_asm = "aarch64_aapcs64") {
+            Some(Abi::Aapcs64)
+        } else {
+            None
+        }
+    }
+
+    /// Short name, for messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Abi::SysVX86_64 => "sysv-x86_64",
+            Abi::Aapcs64 => "aapcs64",
+        }
+    }
+
+    /// Places the arguments and result of `sig`.
+    pub fn place(self, sig: &Signature) -> Result<Placement, Error> {
+        let placement = match self {
+            Abi::SysVX86_64 => sysv_x86_64::place(sig)?,
+            Abi::Aapcs64 => aapcs64::place(sig)?,
+        };
+        if placement.stack_len > MAX_STACK_BYTES {
+            return Err(Error::StackTooLarge { needed: placement.stack_len, limit: MAX_STACK_BYTES });
+        }
+        if placement.copy_len > MAX_COPY_BYTES {
+            return Err(Error::CopiesTooLarge { needed: placement.copy_len, limit: MAX_COPY_BYTES });
+        }
+        Ok(placement)
+    }
+}
+
+/// Where a piece of an argument goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loc {
+    /// Integer argument register `n` (rdi, rsi, rdx, rcx, r8, r9 / x0..x7), from its low byte.
+    Int(u8),
+    /// Vector argument register `n` (xmm0..xmm7 / v0..v7), from its low byte.
+    Vec(u8),
+    /// Byte offset in the stack-argument image (0 = the lowest address at the call).
+    Stack(u32),
+}
+
+/// One step of moving arguments into place, in the order the plan runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// An integer or pointer argument of `len` bytes, extended to 64 bits (sign-extended when
+    /// `signed`), into a register or an 8-byte stack slot.
+    Int {
+        /// Argument index.
+        arg: u16,
+        /// 1, 2, 4 or 8.
+        len: u8,
+        /// Sign- rather than zero-extend.
+        signed: bool,
+        /// Destination.
+        to: Loc,
+    },
+    /// `len` raw bytes of argument `arg` from byte `src`, to the start of `to`.
+    Bytes {
+        /// Argument index.
+        arg: u16,
+        /// First byte of the argument.
+        src: u32,
+        /// Number of bytes.
+        len: u32,
+        /// Destination.
+        to: Loc,
+    },
+    /// The whole argument `arg` (`len` bytes) into the private copy area at byte `copy`
+    /// (16-aligned): the callee's own copy of a large aggregate (AAPCS64 B.4).
+    Copy {
+        /// Argument index.
+        arg: u16,
+        /// Size of the argument.
+        len: u32,
+        /// Offset in the copy area.
+        copy: u32,
+    },
+    /// The address of byte `copy` of the private copy area, as a pointer argument.
+    CopyAddress {
+        /// Offset in the copy area.
+        copy: u32,
+        /// Destination.
+        to: Loc,
+    },
+    /// The address of the caller's result buffer, as the hidden first argument (SysV MEMORY
+    /// class results).
+    ResultAddress {
+        /// Destination.
+        to: Loc,
+    },
+}
+
+/// A result register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetReg {
+    /// rax, rdx / x0, x1.
+    Int(u8),
+    /// xmm0, xmm1 / v0..v3.
+    Vec(u8),
+}
+
+/// Where the result comes back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResultPlace {
+    /// `void`.
+    Void,
+    /// In registers: each piece copies `len` bytes from the low end of `from` to byte `dst`
+    /// of the result.
+    Regs(Vec<RetPiece>),
+    /// The callee writes the result through a pointer: the hidden first argument (SysV, which
+    /// then has a [`Move::ResultAddress`]) or x8 (AAPCS64).
+    Indirect {
+        /// True when the address goes in the dedicated indirect-result register (x8).
+        via_x8: bool,
+    },
+}
+
+/// A piece of a result returned in registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetPiece {
+    /// Register.
+    pub from: RetReg,
+    /// Destination offset in the result.
+    pub dst: u32,
+    /// Bytes.
+    pub len: u32,
+}
+
+/// The outcome of placing a signature: the moves, the sizes of the two images, and the result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Moves, in argument order.
+    pub moves: Vec<Move>,
+    /// Bytes of stack arguments, a multiple of 16.
+    pub stack_len: usize,
+    /// Bytes of private aggregate copies (AAPCS64), a multiple of 16.
+    pub copy_len: usize,
+    /// Vector registers used for arguments (%al on x86-64).
+    pub vector_count: u8,
+    /// The result.
+    pub result: ResultPlace,
+}
+
+pub(crate) fn arg_index(i: usize) -> u16 {
+    // Signature::new caps the argument count at MAX_ARGS, far below u16::MAX.
+    u16::try_from(i).expect("argument count is bounded by limits::MAX_ARGS")
+}
+
+pub(crate) fn offset32(v: usize) -> u32 {
+    // Offsets are bounded by MAX_STACK_BYTES / MAX_COPY_BYTES / MAX_AGGREGATE_BYTES, checked
+    // before they are used; saturate so a huge value still fails that check.
+    u32::try_from(v).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,138 @@
+//! The crate's one error type.
+
+/// Everything that can fail in this crate, one variant per failure site.
+///
+/// Plan-time variants (layouts, limits, variadic promotion) are reported when a
+/// [`CallPlan`](crate::CallPlan) is made, so a call never meets them; call-time variants check
+/// what the caller passes to [`CallPlan::call`](crate::CallPlan::call).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// This target has no trampoline (see `docs/adr/0006-porting-guide.md`).
+    #[error("no call trampoline for target {target}")]
+    UnsupportedTarget {
+        /// `arch-os` of the target the crate was built for.
+        target: &'static str,
+    },
+    /// The plan was made for another ABI than the one this binary runs on.
+    #[error("plan is for the {plan} ABI but this target uses {native}")]
+    AbiMismatch {
+        /// ABI the plan was prepared for.
+        plan: &'static str,
+        /// ABI of this target, or "none".
+        native: &'static str,
+    },
+    /// An alignment that is zero, not a power of two, or above the supported maximum.
+    #[error("invalid alignment {align} (must be a power of two, at most {max})")]
+    InvalidAlignment {
+        /// The alignment given.
+        align: usize,
+        /// Largest supported alignment.
+        max: usize,
+    },
+    /// An aggregate (or an array field) with no bytes; C has no such type.
+    #[error("aggregate or array field has size zero")]
+    EmptyAggregate,
+    /// A field whose offset is not a multiple of its alignment (packed layouts are not supported).
+    #[error("field {index} at offset {offset} is not aligned to {align}")]
+    MisalignedField {
+        /// Index of the field in the aggregate.
+        index: usize,
+        /// Its byte offset.
+        offset: usize,
+        /// Its required alignment.
+        align: usize,
+    },
+    /// A field that does not fit inside the aggregate's size.
+    #[error("field {index} ends at byte {end}, past the aggregate size {size}")]
+    FieldOutOfBounds {
+        /// Index of the field.
+        index: usize,
+        /// First byte after the field.
+        end: usize,
+        /// Size of the aggregate.
+        size: usize,
+    },
+    /// Fields that share bytes (unions are not supported).
+    #[error("field {index} overlaps the field before it")]
+    OverlappingFields {
+        /// Index of the later field.
+        index: usize,
+    },
+    /// An aggregate size that is not a multiple of its alignment.
+    #[error("aggregate size {size} is not a multiple of its alignment {align}")]
+    InvalidSize {
+        /// Size given.
+        size: usize,
+        /// Alignment of the aggregate.
+        align: usize,
+    },
+    /// An aggregate larger than the plan supports.
+    #[error("aggregate of {size} bytes exceeds the limit of {limit}")]
+    AggregateTooLarge {
+        /// Its size.
+        size: usize,
+        /// [`limits::MAX_AGGREGATE_BYTES`](crate::limits::MAX_AGGREGATE_BYTES).
+        limit: usize,
+    },
+    /// Aggregates nested deeper than the plan supports.
+    #[error("aggregates nested deeper than {limit} levels")]
+    NestingTooDeep {
+        /// [`limits::MAX_NESTING`](crate::limits::MAX_NESTING).
+        limit: usize,
+    },
+    /// More arguments than the plan supports.
+    #[error("{count} arguments exceed the limit of {limit}")]
+    TooManyArguments {
+        /// Number of arguments.
+        count: usize,
+        /// [`limits::MAX_ARGS`](crate::limits::MAX_ARGS).
+        limit: usize,
+    },
+    /// The arguments passed on the stack need more bytes than the plan supports.
+    #[error("stack arguments need {needed} bytes, the limit is {limit}")]
+    StackTooLarge {
+        /// Bytes needed.
+        needed: usize,
+        /// [`limits::MAX_STACK_BYTES`](crate::limits::MAX_STACK_BYTES).
+        limit: usize,
+    },
+    /// The by-value copies of large aggregates (AArch64) need more bytes than supported.
+    #[error("by-value aggregate copies need {needed} bytes, the limit is {limit}")]
+    CopiesTooLarge {
+        /// Bytes needed.
+        needed: usize,
+        /// [`limits::MAX_COPY_BYTES`](crate::limits::MAX_COPY_BYTES).
+        limit: usize,
+    },
+    /// A variadic signature whose fixed-argument count is zero or above the argument count.
+    #[error("variadic signature with {fixed} fixed arguments out of {total}")]
+    InvalidVariadic {
+        /// Fixed arguments declared.
+        fixed: usize,
+        /// All arguments.
+        total: usize,
+    },
+    /// A variadic argument of a type that C's default argument promotions never pass.
+    #[error("variadic argument {index} is {ty}; C promotes it, pass the promoted type")]
+    VariadicPromotion {
+        /// Index of the argument.
+        index: usize,
+        /// Its type.
+        ty: &'static str,
+    },
+    /// `call` got another number of arguments than the signature has.
+    #[error("the signature has {expected} arguments but {got} were passed")]
+    ArgumentCount {
+        /// Arguments in the signature.
+        expected: usize,
+        /// Arguments passed.
+        got: usize,
+    },
+    /// A null pointer where the call needs a value (function, argument or result buffer).
+    #[error("null {what} pointer")]
+    NullPointer {
+        /// Which pointer.
+        what: &'static str,
+    },
+}

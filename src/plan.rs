@@ -1,0 +1,288 @@
+//! Call plans: a signature placed once, then called any number of times without touching the
+//! heap.
+
+use core::ffi::c_void;
+use core::mem::MaybeUninit;
+use core::ptr;
+
+use crate::abi::{Abi, Loc, Move, Placement, ResultPlace, RetReg};
+use crate::engine::{self, CallFrame};
+use crate::{Error, Signature};
+
+/// Where a move writes: an offset into the frame, the stack image, or the copy area.
+#[derive(Clone, Copy, Debug)]
+enum Dst {
+    Frame(u32),
+    Stack(u32),
+}
+
+/// One prepared step of a call.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Int { arg: u16, len: u8, signed: bool, dst: Dst },
+    Bytes { arg: u16, src: u32, len: u32, dst: Dst },
+    Copy { arg: u16, len: u32, copy: u32 },
+    CopyAddress { copy: u32, dst: Dst },
+    ResultAddress { dst: Dst },
+}
+
+/// A signature prepared for calling through the assembly core.
+///
+/// Make it once with [`CallPlan::new`]; every layout or limit problem is reported then. A
+/// [`call`](CallPlan::call) then allocates nothing: the frame, the stack-argument image and
+/// the private aggregate copies live on the caller's stack.
+///
+/// ```
+/// use core::ffi::c_void;
+/// use nccl_trampoline::{arg, CallPlan, Signature, Type};
+///
+/// extern "C" fn add3(a: i32, b: i64, c: u8) -> i64 {
+///     a as i64 + b + c as i64
+/// }
+///
+/// let sig = Signature::new(vec![Type::I32, Type::I64, Type::U8], Some(Type::I64))?;
+/// let plan = CallPlan::new(&sig)?;
+/// let (a, b, c) = (1i32, 2i64, 3u8);
+/// let mut out = 0i64;
+/// # if nccl_trampoline::Abi::native().is_none() { return Ok(()); }
+/// // SAFETY: `add3` has exactly the signature of the plan; the arguments and the result
+/// // buffer match its types.
+/// unsafe {
+///     plan.call(add3 as *const c_void, &[arg(&a), arg(&b), arg(&c)], arg_mut(&mut out))?;
+/// }
+/// assert_eq!(out, 6);
+/// # fn arg_mut<T>(v: &mut T) -> *mut c_void { v as *mut T as *mut c_void }
+/// # Ok::<(), nccl_trampoline::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct CallPlan {
+    abi: Abi,
+    signature: Signature,
+    steps: Vec<Step>,
+    stack_len: u32,
+    copy_len: u32,
+    vector_count: u8,
+    result: ResultPlace,
+    indirect_result: bool,
+}
+
+impl CallPlan {
+    /// Prepares `sig` for this target's ABI. Fails with [`Error::UnsupportedTarget`] where the
+    /// crate has no trampoline, or with the error of the first layout or limit problem.
+    pub fn new(sig: &Signature) -> Result<Self, Error> {
+        let abi = Abi::native().ok_or(Error::UnsupportedTarget { target: engine::TARGET })?;
+        Self::for_abi(abi, sig)
+    }
+
+    /// Prepares `sig` for a given ABI, on any host. Such a plan can be inspected
+    /// ([`placement`](CallPlan::placement)) everywhere but called only where `abi` is native.
+    pub fn for_abi(abi: Abi, sig: &Signature) -> Result<Self, Error> {
+        let placement = abi.place(sig)?;
+        Ok(Self::from_placement(abi, sig.clone(), placement))
+    }
+
+    fn from_placement(abi: Abi, signature: Signature, p: Placement) -> Self {
+        let dst = |loc: Loc| match loc {
+            Loc::Int(n) => Dst::Frame((engine::offsets::FRAME_INT_REGS + 8 * usize::from(n)) as u32),
+            Loc::Vec(n) => Dst::Frame((engine::offsets::FRAME_VEC_REGS + 16 * usize::from(n)) as u32),
+            Loc::Stack(off) => Dst::Stack(off),
+        };
+        let steps = p
+            .moves
+            .iter()
+            .map(|m| match *m {
+                Move::Int { arg, len, signed, to } => Step::Int { arg, len, signed, dst: dst(to) },
+                Move::Bytes { arg, src, len, to } => Step::Bytes { arg, src, len, dst: dst(to) },
+                Move::Copy { arg, len, copy } => Step::Copy { arg, len, copy },
+                Move::CopyAddress { copy, to } => Step::CopyAddress { copy, dst: dst(to) },
+                Move::ResultAddress { to } => Step::ResultAddress { dst: dst(to) },
+            })
+            .collect();
+        let indirect_result = matches!(p.result, ResultPlace::Indirect { via_x8: true });
+        // Abi::place bounded both lengths by the limits, far below u32::MAX.
+        CallPlan {
+            abi,
+            signature,
+            steps,
+            stack_len: p.stack_len as u32,
+            copy_len: p.copy_len as u32,
+            vector_count: p.vector_count,
+            result: p.result,
+            indirect_result,
+        }
+    }
+
+    /// The ABI this plan was made for.
+    pub fn abi(&self) -> Abi {
+        self.abi
+    }
+
+    /// The signature this plan was made from.
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// Where every argument and the result go, as computed when the plan was made.
+    pub fn placement(&self) -> Placement {
+        // Recomputed on demand: the plan keeps only what a call needs. The signature was placed
+        // successfully once, so placing it again cannot fail.
+        self.abi.place(&self.signature).expect("a planned signature places again")
+    }
+
+    /// Calls `func` with `args` and writes its result to `ret`.
+    ///
+    /// `args[i]` points to the value of argument `i`, laid out as the C type of the signature
+    /// (for an aggregate, its `size()` bytes). `ret` points to a buffer of the return type's
+    /// size and alignment, and may be null for `void`. Aggregates passed by value are copied;
+    /// the callee never sees the caller's own memory, and the values behind `args` are not
+    /// changed whatever the callee does with its copies.
+    ///
+    /// Errors: [`Error::ArgumentCount`] and [`Error::NullPointer`] for bad inputs,
+    /// [`Error::UnsupportedTarget`] / [`Error::AbiMismatch`] where the plan cannot run.
+    ///
+    /// # Safety
+    ///
+    /// `func` must be a function with exactly the C signature of the plan (a variadic one when
+    /// the signature is variadic), safe to call with these argument values. Every `args[i]`
+    /// must be valid for reads of that argument's size, and `ret` (when the signature returns
+    /// a value) valid for writes of the result's size and aligned for it. The callee's own
+    /// contract (threads, lifetimes of pointers it keeps) is the caller's to uphold.
+    pub unsafe fn call(&self, func: *const c_void, args: &[*const c_void], ret: *mut c_void) -> Result<(), Error> {
+        let expected = self.signature.args().len();
+        if args.len() != expected {
+            return Err(Error::ArgumentCount { expected, got: args.len() });
+        }
+        if func.is_null() {
+            return Err(Error::NullPointer { what: "function" });
+        }
+        if args.iter().any(|a| a.is_null()) {
+            return Err(Error::NullPointer { what: "argument" });
+        }
+        if ret.is_null() && !matches!(self.result, ResultPlace::Void) {
+            return Err(Error::NullPointer { what: "result" });
+        }
+        let entry = engine::entry().ok_or(Error::UnsupportedTarget { target: engine::TARGET })?;
+        if Abi::native() != Some(self.abi) {
+            return Err(Error::AbiMismatch { plan: self.abi.name(), native: Abi::native().map_or("none", Abi::name) });
+        }
+        let need = self.stack_len as usize + self.copy_len as usize;
+        // SAFETY: the caller guarantees func/args/ret per this function's contract; the
+        // buffer size covers stack_len + copy_len (checked by the tier choice).
+        unsafe {
+            if need <= 256 {
+                self.call_with::<256>(entry, func, args, ret);
+            } else if need <= 2048 {
+                self.call_with::<2048>(entry, func, args, ret);
+            } else {
+                self.call_with::<{ crate::limits::MAX_STACK_BYTES + crate::limits::MAX_COPY_BYTES }>(entry, func, args, ret);
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the frame and the images in a stack buffer of `N` bytes, calls, reads back.
+    ///
+    /// # Safety
+    ///
+    /// As [`call`](CallPlan::call), plus `N >= stack_len + copy_len`.
+    #[inline(always)]
+    unsafe fn call_with<const N: usize>(
+        &self,
+        entry: unsafe extern "C" fn(*mut CallFrame),
+        func: *const c_void,
+        args: &[*const c_void],
+        ret: *mut c_void,
+    ) {
+        #[repr(C, align(16))]
+        struct Area<const N: usize>([MaybeUninit<u8>; N]);
+
+        debug_assert!(N >= self.stack_len as usize + self.copy_len as usize);
+        debug_assert_eq!(self.stack_len % 16, 0);
+        let mut frame = MaybeUninit::<CallFrame>::uninit();
+        let mut area = MaybeUninit::<Area<N>>::uninit();
+        let fp = frame.as_mut_ptr().cast::<u8>();
+        let stack = area.as_mut_ptr().cast::<u8>();
+        // The copy area follows the stack image; stack_len is a multiple of 16 and the area is
+        // 16-aligned, so every copy offset (a multiple of 16) stays 16-aligned.
+        // SAFETY: stack_len <= N.
+        let copies = unsafe { stack.add(self.stack_len as usize) };
+        let base = |d: Dst| -> *mut u8 {
+            match d {
+                // SAFETY: frame offsets come from Loc::Int/Vec (< 8 registers) and lie inside
+                // CallFrame; stack offsets lie inside stack_len (placement invariant).
+                Dst::Frame(off) => unsafe { fp.add(off as usize) },
+                Dst::Stack(off) => unsafe { stack.add(off as usize) },
+            }
+        };
+
+        for step in &self.steps {
+            // SAFETY: every source pointer is the caller's args[i], valid for the argument's
+            // size (call's contract); every destination lies in the frame or in the area of N
+            // bytes (placement invariants above); sources and destinations never overlap.
+            unsafe {
+                match *step {
+                    Step::Int { arg, len, signed, dst } => {
+                        let p = args[usize::from(arg)].cast::<u8>();
+                        let v: u64 = match (len, signed) {
+                            (1, true) => p.cast::<i8>().read_unaligned() as i64 as u64,
+                            (1, false) => u64::from(p.read_unaligned()),
+                            (2, true) => p.cast::<i16>().read_unaligned() as i64 as u64,
+                            (2, false) => u64::from(p.cast::<u16>().read_unaligned()),
+                            (4, true) => p.cast::<i32>().read_unaligned() as i64 as u64,
+                            (4, false) => u64::from(p.cast::<u32>().read_unaligned()),
+                            _ => p.cast::<u64>().read_unaligned(),
+                        };
+                        base(dst).cast::<u64>().write_unaligned(v);
+                    }
+                    Step::Bytes { arg, src, len, dst } => {
+                        let p = args[usize::from(arg)].cast::<u8>().add(src as usize);
+                        ptr::copy_nonoverlapping(p, base(dst), len as usize);
+                    }
+                    Step::Copy { arg, len, copy } => {
+                        let p = args[usize::from(arg)].cast::<u8>();
+                        ptr::copy_nonoverlapping(p, copies.add(copy as usize), len as usize);
+                    }
+                    Step::CopyAddress { copy, dst } => {
+                        base(dst).cast::<usize>().write_unaligned(copies.add(copy as usize) as usize);
+                    }
+                    Step::ResultAddress { dst } => {
+                        base(dst).cast::<usize>().write_unaligned(ret as usize);
+                    }
+                }
+            }
+        }
+
+        // SAFETY: fp points to a CallFrame-sized, aligned buffer; these are plain field writes.
+        unsafe {
+            let f = frame.as_mut_ptr();
+            ptr::addr_of_mut!((*f).func).write(func);
+            ptr::addr_of_mut!((*f).stack_args).write(stack);
+            ptr::addr_of_mut!((*f).stack_len).write(self.stack_len as usize);
+            let indirect = if self.indirect_result { ret } else { ptr::null_mut() };
+            ptr::addr_of_mut!((*f).indirect_result).write(indirect);
+            ptr::addr_of_mut!((*f).vector_count).write(u64::from(self.vector_count));
+            // SAFETY (call): the frame describes a call that the placement made to match the
+            // C signature; func's contract is the caller's (see `call`).
+            entry(f);
+        }
+
+        if let ResultPlace::Regs(pieces) = &self.result {
+            for piece in pieces {
+                let src = match piece.from {
+                    RetReg::Int(n) => engine::offsets::FRAME_RET_INT + 8 * usize::from(n),
+                    RetReg::Vec(n) => engine::offsets::FRAME_RET_VEC + 16 * usize::from(n),
+                };
+                // SAFETY: the entry wrote every return slot; ret is valid for the result's
+                // size (call's contract) and pieces lie inside it.
+                unsafe {
+                    ptr::copy_nonoverlapping(fp.add(src), ret.cast::<u8>().add(piece.dst as usize), piece.len as usize);
+                }
+            }
+        }
+    }
+}
+
+/// The address of a value, as an argument pointer for [`CallPlan::call`].
+pub fn arg<T>(value: &T) -> *const c_void {
+    (value as *const T).cast()
+}

@@ -1,0 +1,326 @@
+//! C types as the call core sees them: scalars, aggregates described by their field layout,
+//! and signatures. Nothing here knows about registers; `crate::abi` maps these to locations.
+
+use crate::limits::{MAX_AGGREGATE_BYTES, MAX_ALIGN, MAX_ARGS, MAX_NESTING};
+use crate::Error;
+
+/// A C argument or return type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Type {
+    /// `int8_t` / `signed char`.
+    I8,
+    /// `uint8_t` / `unsigned char`.
+    U8,
+    /// `int16_t`.
+    I16,
+    /// `uint16_t`.
+    U16,
+    /// `int32_t` / `int`.
+    I32,
+    /// `uint32_t`.
+    U32,
+    /// `int64_t` / `long` (LP64).
+    I64,
+    /// `uint64_t` / `size_t`.
+    U64,
+    /// Any data or function pointer.
+    Pointer,
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+    /// A `struct` passed or returned by value.
+    Aggregate(Aggregate),
+}
+
+impl Type {
+    /// `sizeof` the type on LP64 targets.
+    pub fn size(&self) -> usize {
+        match self {
+            Type::I8 | Type::U8 => 1,
+            Type::I16 | Type::U16 => 2,
+            Type::I32 | Type::U32 | Type::F32 => 4,
+            Type::I64 | Type::U64 | Type::Pointer | Type::F64 => 8,
+            Type::Aggregate(a) => a.size(),
+        }
+    }
+
+    /// `_Alignof` the type on LP64 targets.
+    pub fn align(&self) -> usize {
+        match self {
+            Type::Aggregate(a) => a.align(),
+            scalar => scalar.size(),
+        }
+    }
+
+    /// True for `float` and `double`.
+    pub fn is_float(&self) -> bool {
+        matches!(self, Type::F32 | Type::F64)
+    }
+
+    /// True for the integer types (not pointers).
+    pub fn is_signed(&self) -> bool {
+        matches!(self, Type::I8 | Type::I16 | Type::I32 | Type::I64)
+    }
+
+    /// The C spelling, for messages and generated test code.
+    pub fn c_name(&self) -> &'static str {
+        match self {
+            Type::I8 => "int8_t",
+            Type::U8 => "uint8_t",
+            Type::I16 => "int16_t",
+            Type::U16 => "uint16_t",
+            Type::I32 => "int32_t",
+            Type::U32 => "uint32_t",
+            Type::I64 => "int64_t",
+            Type::U64 => "uint64_t",
+            Type::Pointer => "void *",
+            Type::F32 => "float",
+            Type::F64 => "double",
+            Type::Aggregate(_) => "struct",
+        }
+    }
+
+    fn depth(&self) -> usize {
+        match self {
+            Type::Aggregate(a) => a.depth,
+            _ => 0,
+        }
+    }
+
+    /// Calls `f(offset, scalar)` for every scalar in the type, arrays expanded, in memory order.
+    pub(crate) fn for_each_scalar(&self, base: usize, f: &mut impl FnMut(usize, &Type)) {
+        match self {
+            Type::Aggregate(a) => {
+                for field in &a.fields {
+                    let stride = field.ty.size();
+                    for k in 0..field.count {
+                        field.ty.for_each_scalar(base + field.offset + k * stride, f);
+                    }
+                }
+            }
+            scalar => f(base, scalar),
+        }
+    }
+}
+
+/// One field of an [`Aggregate`]: `count` consecutive elements of `ty` starting at `offset`
+/// (`count > 1` is a C array member).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// Byte offset from the start of the aggregate.
+    pub offset: usize,
+    /// Element type.
+    pub ty: Type,
+    /// Number of elements (1 for a plain member).
+    pub count: usize,
+    /// Alignment of the member declaration: the type's, or more with `_Alignas`.
+    pub align: usize,
+}
+
+/// A C `struct` by its layout. Build one with [`Aggregate::builder`] (C's layout algorithm) or
+/// [`Aggregate::from_fields`] (an explicit layout, validated).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Aggregate {
+    size: usize,
+    align: usize,
+    natural_align: usize,
+    depth: usize,
+    fields: Vec<Field>,
+}
+
+impl Aggregate {
+    /// Starts a struct laid out as a C compiler would: each member at the next offset aligned
+    /// to its alignment, the size rounded up to the struct's alignment.
+    pub fn builder() -> AggregateBuilder {
+        AggregateBuilder { fields: Vec::new(), align: 1 }
+    }
+
+    /// An aggregate from an explicit layout. Fields must be in offset order, aligned, inside
+    /// `size` and not overlapping; `size` must be a multiple of `align`, and `align` at least
+    /// every field's alignment.
+    pub fn from_fields(size: usize, align: usize, fields: Vec<Field>) -> Result<Self, Error> {
+        check_align(align)?;
+        if fields.is_empty() || size == 0 {
+            return Err(Error::EmptyAggregate);
+        }
+        if size > MAX_AGGREGATE_BYTES {
+            return Err(Error::AggregateTooLarge { size, limit: MAX_AGGREGATE_BYTES });
+        }
+        let mut end_prev = 0;
+        let mut natural_align = 1;
+        let mut depth = 0;
+        for (index, f) in fields.iter().enumerate() {
+            check_align(f.align)?;
+            if f.count == 0 || f.ty.size() == 0 {
+                return Err(Error::EmptyAggregate);
+            }
+            if f.align < f.ty.align() || f.offset % f.align != 0 {
+                return Err(Error::MisalignedField { index, offset: f.offset, align: f.align.max(f.ty.align()) });
+            }
+            if f.offset < end_prev {
+                return Err(Error::OverlappingFields { index });
+            }
+            let end = f.offset + f.ty.size() * f.count;
+            if end > size {
+                return Err(Error::FieldOutOfBounds { index, end, size });
+            }
+            end_prev = end;
+            natural_align = natural_align.max(f.align);
+            depth = depth.max(f.ty.depth());
+        }
+        if align < natural_align {
+            return Err(Error::InvalidAlignment { align, max: MAX_ALIGN });
+        }
+        if size % align != 0 {
+            return Err(Error::InvalidSize { size, align });
+        }
+        if depth + 1 > MAX_NESTING {
+            return Err(Error::NestingTooDeep { limit: MAX_NESTING });
+        }
+        Ok(Aggregate { size, align, natural_align, depth: depth + 1, fields })
+    }
+
+    /// `sizeof`.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// `_Alignof`, including an alignment attribute on the struct itself.
+    pub fn align(&self) -> usize {
+        self.align
+    }
+
+    /// The largest member alignment, ignoring an attribute on the struct itself: the
+    /// "natural alignment" AAPCS64 uses to place arguments (as GCC and Clang do).
+    pub fn natural_align(&self) -> usize {
+        self.natural_align
+    }
+
+    /// The fields in offset order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// The scalar members with their offsets, arrays and nested structs expanded.
+    pub fn scalars(&self) -> Vec<(usize, Type)> {
+        let mut out = Vec::new();
+        Type::Aggregate(self.clone()).for_each_scalar(0, &mut |off, t| out.push((off, t.clone())));
+        out
+    }
+}
+
+fn check_align(align: usize) -> Result<(), Error> {
+    if align == 0 || !align.is_power_of_two() || align > MAX_ALIGN {
+        return Err(Error::InvalidAlignment { align, max: MAX_ALIGN });
+    }
+    Ok(())
+}
+
+/// Builds an [`Aggregate`] member by member with C's layout rules.
+#[derive(Clone, Debug)]
+pub struct AggregateBuilder {
+    fields: Vec<(Type, usize, usize)>,
+    align: usize,
+}
+
+impl AggregateBuilder {
+    /// Appends a member of type `ty`.
+    pub fn field(self, ty: Type) -> Self {
+        self.array_aligned(ty, 1, 1)
+    }
+
+    /// Appends an array member `ty name[count]`.
+    pub fn array(self, ty: Type, count: usize) -> Self {
+        self.array_aligned(ty, count, 1)
+    }
+
+    /// Appends a member declared `_Alignas(align) ty name`.
+    pub fn field_aligned(self, ty: Type, align: usize) -> Self {
+        self.array_aligned(ty, 1, align)
+    }
+
+    /// Appends `_Alignas(align) ty name[count]`.
+    pub fn array_aligned(mut self, ty: Type, count: usize, align: usize) -> Self {
+        self.fields.push((ty, count, align));
+        self
+    }
+
+    /// Sets an alignment attribute on the struct itself (`__attribute__((aligned(n)))`).
+    pub fn align(mut self, align: usize) -> Self {
+        self.align = align;
+        self
+    }
+
+    /// Lays the members out and validates the result.
+    pub fn build(self) -> Result<Aggregate, Error> {
+        check_align(self.align)?;
+        let mut offset = 0usize;
+        let mut align = self.align;
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for (ty, count, explicit) in self.fields {
+            check_align(explicit)?;
+            let field_align = ty.align().max(explicit);
+            offset = offset.next_multiple_of(field_align);
+            let bytes = ty.size().checked_mul(count).filter(|b| *b <= MAX_AGGREGATE_BYTES).ok_or(
+                Error::AggregateTooLarge { size: usize::MAX, limit: MAX_AGGREGATE_BYTES },
+            )?;
+            fields.push(Field { offset, ty, count, align: field_align });
+            offset += bytes;
+            align = align.max(field_align);
+        }
+        let size = offset.next_multiple_of(align);
+        Aggregate::from_fields(size, align, fields)
+    }
+}
+
+/// A C function type: argument types, return type, and for variadic functions the number of
+/// named arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    args: Vec<Type>,
+    ret: Option<Type>,
+    fixed: Option<usize>,
+}
+
+impl Signature {
+    /// A prototype `ret f(args...)`; `ret` is `None` for `void`.
+    pub fn new(args: Vec<Type>, ret: Option<Type>) -> Result<Self, Error> {
+        if args.len() > MAX_ARGS {
+            return Err(Error::TooManyArguments { count: args.len(), limit: MAX_ARGS });
+        }
+        Ok(Signature { args, ret, fixed: None })
+    }
+
+    /// A call to a variadic function `ret f(named..., ...)`: the first `fixed` of `args` are the
+    /// named parameters, the rest the variadic ones. Variadic arguments must already have C's
+    /// default argument promotions applied (no `float`, no integer narrower than `int`).
+    pub fn variadic(fixed: usize, args: Vec<Type>, ret: Option<Type>) -> Result<Self, Error> {
+        if fixed == 0 || fixed > args.len() {
+            return Err(Error::InvalidVariadic { fixed, total: args.len() });
+        }
+        for (index, ty) in args.iter().enumerate().skip(fixed) {
+            if matches!(ty, Type::F32 | Type::I8 | Type::U8 | Type::I16 | Type::U16) {
+                return Err(Error::VariadicPromotion { index, ty: ty.c_name() });
+            }
+        }
+        let mut sig = Signature::new(args, ret)?;
+        sig.fixed = Some(fixed);
+        Ok(sig)
+    }
+
+    /// Argument types in order.
+    pub fn args(&self) -> &[Type] {
+        &self.args
+    }
+
+    /// Return type, `None` for `void`.
+    pub fn ret(&self) -> Option<&Type> {
+        self.ret.as_ref()
+    }
+
+    /// For a variadic function, the number of named arguments.
+    pub fn fixed_args(&self) -> Option<usize> {
+        self.fixed
+    }
+}
