@@ -1,0 +1,453 @@
+//! Hardening of the assembly call core, checked on what the build produced rather than on the
+//! source: the static archive build.rs assembled (`NCCL_TRAMPOLINE_CORE_ARCHIVE`), this test
+//! executable, and, on AArch64, a program run with BTI enforced under `qemu-aarch64 -cpu max`.
+//!
+//! What asm/asm.h promises, and the check that keeps each promise true:
+//! - a non-executable stack (`.note.GNU-stack` without X; `PT_GNU_STACK` RW in the linked test);
+//! - the GNU property note: IBT, SHSTK on x86-64, BTI, PAC on AArch64 (the linker ANDs it, so
+//!   one object without it unprotects the whole binary);
+//! - every entry is global, hidden, version-suffixed, and starts with the landing pad;
+//! - call frame information for every entry (unwinders and profilers walk through it);
+//! - on AArch64, the landing pads work: a BTI-enforced program calls through the trampoline,
+//!   and its negative control (a callee without a landing pad) dies with SIGILL.
+//!
+//! Every tool is required: a missing one fails the test and names the tool, so a check that
+//! could not run is never reported as passed. Overrides: `NCCL_TRAMPOLINE_OBJDUMP`,
+//! `NCCL_TRAMPOLINE_TEST_CC`, `NCCL_TRAMPOLINE_TEST_QEMU`. Under qemu-user the test still
+//! spawns the host's tools: qemu passes execve through to the host kernel.
+#![cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use nccl_trampoline::engine::offsets::ENTRY_SYMBOL;
+
+/// The static archive holding the assembled trampoline object (build.rs).
+const ARCHIVE: &str = env!("NCCL_TRAMPOLINE_CORE_ARCHIVE");
+
+/// What the assembly must look like on this target.
+struct Expected {
+    /// Properties line of `readelf -n`, after "Properties: ".
+    property_note: &'static str,
+    /// First instruction of every entry, as objdump's whitespace-separated words.
+    landing_pad: &'static [&'static str],
+    /// objdump that can disassemble this target.
+    objdump: &'static str,
+}
+
+#[cfg(target_arch = "x86_64")]
+const EXPECTED: Expected = Expected { property_note: "x86 feature: IBT, SHSTK", landing_pad: &["endbr64"], objdump: "objdump" };
+
+#[cfg(target_arch = "aarch64")]
+const EXPECTED: Expected =
+    Expected { property_note: "AArch64 feature: BTI, PAC", landing_pad: &["bti", "c"], objdump: "aarch64-linux-gnu-objdump" };
+
+// ---------------------------------------------------------------------------------------------
+// Running the tools.
+
+/// `name`, or the program named by the environment variable `var` when it is set.
+fn tool(var: &str, name: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| name.to_string())
+}
+
+/// Runs `program`; panics naming the tool when it cannot be started, so a missing tool fails.
+fn spawn(program: &str, args: &[&str], cwd: Option<&Path>) -> Output {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.output().unwrap_or_else(|e| {
+        panic!("required tool `{program}` could not be run ({e}): install it or point the override variable at it; this check did not run")
+    })
+}
+
+/// Runs a tool that must succeed, and returns its stdout.
+fn stdout_of(program: &str, args: &[&str]) -> String {
+    let out = spawn(program, args, None);
+    assert!(
+        out.status.success(),
+        "`{program} {}` failed ({}):\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap_or_else(|e| panic!("`{program}` printed non-UTF-8: {e}"))
+}
+
+fn readelf(args: &[&str], file: &str) -> String {
+    let mut all = args.to_vec();
+    all.push(file);
+    stdout_of("readelf", &all)
+}
+
+/// Splits readelf output on an archive into (member, text) pairs, one per "File: " heading.
+fn per_member(output: &str) -> Vec<(String, String)> {
+    let mut members = Vec::new();
+    for chunk in output.split("\nFile: ").skip(1) {
+        let (heading, body) = chunk.split_once('\n').unwrap_or((chunk, ""));
+        members.push((heading.trim().to_string(), body.to_string()));
+    }
+    assert!(!members.is_empty(), "readelf printed no archive member (is {ARCHIVE} an archive?):\n{output}");
+    members
+}
+
+// ---------------------------------------------------------------------------------------------
+// The symbol table.
+
+#[derive(Debug, Clone)]
+struct Symbol {
+    member: String,
+    value: u64,
+    size: u64,
+    kind: String,
+    bind: String,
+    vis: String,
+    ndx: String,
+    name: String,
+}
+
+fn parse_number(text: &str) -> u64 {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    }
+    .unwrap_or_else(|e| panic!("readelf printed a size that is not a number: {text:?} ({e})"))
+}
+
+/// Every named symbol of every member, from `readelf -sW`.
+fn symbols() -> Vec<Symbol> {
+    let mut symbols = Vec::new();
+    for (member, body) in per_member(&readelf(&["-sW"], ARCHIVE)) {
+        for line in body.lines() {
+            // "   Num:    Value          Size Type    Bind   Vis      Ndx Name"; Vis may be
+            // followed by "[VARIANT_PCS]" and the like, so Ndx and Name are taken from the end.
+            let t: Vec<&str> = line.split_whitespace().collect();
+            if t.len() < 8 || !t[0].ends_with(':') || t[0].trim_end_matches(':').parse::<u32>().is_err() {
+                continue;
+            }
+            symbols.push(Symbol {
+                member: member.clone(),
+                value: u64::from_str_radix(t[1], 16).unwrap_or_else(|e| panic!("symbol value {:?}: {e}", t[1])),
+                size: parse_number(t[2]),
+                kind: t[3].to_string(),
+                bind: t[4].to_string(),
+                vis: t[5].to_string(),
+                ndx: t[t.len() - 2].to_string(),
+                name: t[t.len() - 1].to_string(),
+            });
+        }
+    }
+    symbols
+}
+
+fn is_global(s: &Symbol) -> bool {
+    s.bind == "GLOBAL" || s.bind == "WEAK"
+}
+
+/// The entry points: defined global functions (the entry symbol among them).
+fn entries(symbols: &[Symbol]) -> Vec<Symbol> {
+    let entries: Vec<Symbol> = symbols.iter().filter(|s| is_global(s) && s.kind == "FUNC" && s.ndx != "UND").cloned().collect();
+    assert!(
+        entries.iter().any(|s| s.name == ENTRY_SYMBOL),
+        "{ENTRY_SYMBOL} is not a defined global function in {ARCHIVE}; globals: {:?}",
+        symbols.iter().filter(|s| is_global(s)).collect::<Vec<_>>()
+    );
+    entries
+}
+
+/// The version suffix the symbols must carry, derived from the package version independently
+/// of build.rs: 0.1.x -> v0_1, 1.4.2 -> v1, 0.0.3 -> v0_0_3.
+fn version_suffix() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let core = version.split(['-', '+']).next().unwrap_or(version);
+    let mut parts = core.split('.');
+    let (major, minor, patch) = (parts.next().unwrap_or("0"), parts.next().unwrap_or("0"), parts.next().unwrap_or("0"));
+    if major != "0" {
+        format!("v{major}")
+    } else if minor != "0" {
+        format!("v0_{minor}")
+    } else {
+        format!("v0_0_{patch}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The assembled object.
+
+/// (a) `.note.GNU-stack` is present and not executable: without it the linker makes the whole
+/// stack executable, and glibc >= 2.41 refuses to dlopen the library.
+#[test]
+fn object_has_non_executable_stack_note() {
+    for (member, body) in per_member(&readelf(&["-SW"], ARCHIVE)) {
+        let line = body
+            .lines()
+            .find(|l| l.split_whitespace().any(|w| w == ".note.GNU-stack"))
+            .unwrap_or_else(|| panic!("{member}: no .note.GNU-stack section: the linker would make the stack executable\n{body}"));
+        // After the name: Type Address Off Size ES [Flg] Lk Inf Al; Flg is absent when empty.
+        let after = line.split(".note.GNU-stack").nth(1).unwrap_or_default();
+        let t: Vec<&str> = after.split_whitespace().collect();
+        assert!(t.len() == 8 || t.len() == 9, "{member}: cannot read the section line {line:?}");
+        let flags = if t.len() == 9 { t[5] } else { "" };
+        assert!(!flags.contains('X'), "{member}: .note.GNU-stack has flags {flags:?}: an executable stack\n{line}");
+    }
+}
+
+/// (b) The GNU property note declares the control-flow protections.
+#[test]
+fn object_declares_control_flow_protection_property() {
+    for (member, body) in per_member(&readelf(&["-n"], ARCHIVE)) {
+        let properties: Vec<&str> = body.lines().filter_map(|l| l.trim().strip_prefix("Properties: ")).collect();
+        assert_eq!(
+            properties,
+            [EXPECTED.property_note],
+            "{member}: the NT_GNU_PROPERTY_TYPE_0 note must say exactly {:?}\n{body}",
+            EXPECTED.property_note
+        );
+    }
+}
+
+/// (c) The entry is global and hidden (linkable from the crate, never exported from a shared
+/// object), and every global symbol carries the crate prefix and version suffix, so two
+/// semver-incompatible copies of the crate link into one binary.
+#[test]
+fn globals_are_hidden_and_versioned() {
+    let suffix = version_suffix();
+    assert_eq!(ENTRY_SYMBOL, format!("nccl_trampoline_call_{suffix}"), "ENTRY_SYMBOL does not carry the version");
+    let symbols = symbols();
+    let entry: Vec<&Symbol> = symbols.iter().filter(|s| s.name == ENTRY_SYMBOL).collect();
+    assert_eq!(entry.len(), 1, "{ENTRY_SYMBOL} must be defined exactly once in {ARCHIVE}: {entry:?}");
+    let entry = entry[0];
+    assert_eq!((entry.kind.as_str(), entry.bind.as_str(), entry.vis.as_str()), ("FUNC", "GLOBAL", "HIDDEN"), "{entry:?}");
+    assert_ne!(entry.ndx, "UND", "{entry:?}");
+    assert!(entry.size > 0, "{ENTRY_SYMBOL} has no .size: tools cannot tell where it ends: {entry:?}");
+
+    let globals: Vec<&Symbol> = symbols.iter().filter(|s| is_global(s)).collect();
+    for s in &globals {
+        assert!(
+            s.name.starts_with("nccl_trampoline_") && s.name.ends_with(&format!("_{suffix}")),
+            "global symbol {:?} in {} lacks the prefix nccl_trampoline_ or the version suffix _{suffix}: {s:?}",
+            s.name,
+            s.member
+        );
+        if s.ndx != "UND" {
+            assert_eq!(s.vis, "HIDDEN", "defined global {} is exported: {s:?}", s.name);
+        }
+    }
+}
+
+/// (d) The first instruction of every entry is the landing pad (`endbr64` / `bti c`).
+#[test]
+fn every_entry_starts_with_landing_pad() {
+    let objdump = tool("NCCL_TRAMPOLINE_OBJDUMP", EXPECTED.objdump);
+    let listing = stdout_of(&objdump, &["-d", "--no-show-raw-insn", ARCHIVE]);
+    for entry in entries(&symbols()) {
+        let heading = format!("<{}>:", entry.name);
+        let mut lines = listing.lines().skip_while(|l| !l.trim_end().ends_with(&heading));
+        assert!(lines.next().is_some(), "{objdump} shows no code for {}:\n{listing}", entry.name);
+        let first = lines
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_else(|| panic!("{objdump} shows no instruction for {}", entry.name));
+        // "   0:\tbti\tc" -> ["bti", "c"]
+        let insn: Vec<&str> = first.split_once(':').map(|(_, i)| i).unwrap_or_default().split_whitespace().collect();
+        assert_eq!(insn, EXPECTED.landing_pad, "{}: first instruction is {first:?}, not the landing pad", entry.name);
+    }
+}
+
+/// (e) This test executable, which links the object, has a non-executable stack.
+#[test]
+fn test_executable_stack_is_not_executable() {
+    let exe = std::env::current_exe().expect("current_exe");
+    let exe = exe.to_str().expect("UTF-8 path of the test executable");
+    let headers = readelf(&["-lW"], exe);
+    let line = headers
+        .lines()
+        .find(|l| l.trim_start().starts_with("GNU_STACK"))
+        .unwrap_or_else(|| panic!("{exe} has no PT_GNU_STACK program header\n{headers}"));
+    // GNU_STACK Offset VirtAddr PhysAddr FileSiz MemSiz Flg Align; Flg may be split ("R E").
+    let t: Vec<&str> = line.split_whitespace().collect();
+    assert!(t.len() >= 8, "cannot read {line:?}");
+    let flags: String = t[6..t.len() - 1].concat();
+    assert_eq!(flags, "RW", "{exe}: the stack is mapped {flags:?}, not RW\n{line}");
+}
+
+/// (f) Call frame information: an FDE covers every entry from its first to its last byte.
+#[test]
+fn every_entry_has_call_frame_information() {
+    let frames = per_member(&readelf(&["--debug-dump=frames"], ARCHIVE));
+    for entry in entries(&symbols()) {
+        let body = &frames
+            .iter()
+            .find(|(m, _)| *m == entry.member)
+            .unwrap_or_else(|| panic!("readelf printed no frames for {}", entry.member))
+            .1;
+        let fdes: Vec<(u64, u64)> = body
+            .lines()
+            .filter(|l| l.contains(" FDE "))
+            .filter_map(|l| l.split("pc=").nth(1))
+            .filter_map(|r| {
+                let (lo, hi) = r.trim().split_once("..")?;
+                Some((u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?))
+            })
+            .collect();
+        let (lo, hi) = (entry.value, entry.value + entry.size);
+        assert!(
+            fdes.iter().any(|&(start, end)| start <= lo && hi <= end),
+            "{}: no FDE covers {lo:#x}..{hi:#x} (FDEs: {fdes:x?}): .cfi_startproc/.cfi_endproc missing?\n{body}",
+            entry.name
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. AArch64: BTI enforced for real.
+
+#[cfg(target_arch = "aarch64")]
+mod bti {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::path::PathBuf;
+    use std::process::ExitStatus;
+
+    const SIGILL: i32 = 4;
+
+    fn c_file(name: &str) -> String {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name).to_str().expect("UTF-8 path").to_string()
+    }
+
+    /// A fresh directory for one test's build products (and qemu's core dumps).
+    fn work_dir(name: &str) -> PathBuf {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hardening-aarch64-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the work directory");
+        dir
+    }
+
+    fn qemu() -> String {
+        tool("NCCL_TRAMPOLINE_TEST_QEMU", "qemu-aarch64")
+    }
+
+    fn describe(status: ExitStatus) -> String {
+        match (status.code(), status.signal()) {
+            (_, Some(sig)) => format!("killed by signal {sig}"),
+            (Some(code), None) => format!("exit status {code}"),
+            (None, None) => format!("{status:?}"),
+        }
+    }
+
+    /// A static, freestanding, BTI-marked program: bti_main.c, the callee, the trampoline.
+    /// Returns its path and what the linker printed on stderr.
+    fn build(dir: &Path, callee: &str, callee_branch_protection: &str) -> (String, String) {
+        let cc = tool("NCCL_TRAMPOLINE_TEST_CC", "aarch64-linux-gnu-gcc");
+        let include = format!("-I{}", env!("NCCL_TRAMPOLINE_CORE_INCLUDE"));
+        let c_include = format!("-I{}", c_file(""));
+        let entry = format!("-DTRAMPOLINE_ENTRY={ENTRY_SYMBOL}");
+        let common = ["-c", "-O2", "-std=gnu11", "-Wall", "-Werror", "-ffreestanding", "-fno-stack-protector"];
+        let compile = |src: &str, obj: &str, branch_protection: &str| {
+            let flag = format!("-mbranch-protection={branch_protection}");
+            let mut args: Vec<&str> = common.to_vec();
+            args.extend([flag.as_str(), include.as_str(), c_include.as_str(), entry.as_str(), "-o", obj, src]);
+            let out = spawn(&cc, &args, Some(dir));
+            assert!(out.status.success(), "{cc} {}:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        };
+        compile(&c_file("bti_main.c"), "main.o", "standard");
+        compile(&c_file(callee), "callee.o", callee_branch_protection);
+        let args = ["-static", "-nostdlib", "-Wl,-z,force-bti", "-o", "prog", "main.o", "callee.o", ARCHIVE];
+        let out = spawn(&cc, &args, Some(dir));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "linking: {cc} {}:\n{stderr}", args.join(" "));
+        (dir.join("prog").to_str().expect("UTF-8 path").to_string(), stderr)
+    }
+
+    /// The program carries BTI in its property note and a PT_GNU_PROPERTY header, which is
+    /// what makes the loader (the kernel, or qemu-user for a static binary) map its code with
+    /// the guarded-page bit.
+    fn assert_bti_marked(prog: &str) {
+        let notes = readelf(&["-n"], prog);
+        let features: Vec<&str> = notes.lines().filter_map(|l| l.trim().strip_prefix("Properties: AArch64 feature: ")).collect();
+        assert!(
+            features.len() == 1 && features[0].split(", ").any(|f| f == "BTI"),
+            "{prog} does not carry the BTI property, so BTI would not be enforced:\n{notes}"
+        );
+        let headers = readelf(&["-lW"], prog);
+        assert!(
+            headers.lines().any(|l| l.trim_start().starts_with("GNU_PROPERTY")),
+            "{prog} has no PT_GNU_PROPERTY header, so the loader would not enable BTI:\n{headers}"
+        );
+    }
+
+    fn run(dir: &Path, cpu: &str, prog: &str) -> Output {
+        spawn(&qemu(), &["-cpu", cpu, prog], Some(dir))
+    }
+
+    /// Called indirectly from BTI-guarded code, the trampoline's `bti c` lets the call in;
+    /// its `paciasp`/`autiasp` pair round-trips; it enters a C callee with a landing pad by
+    /// BLR; integer registers, the stack argument and the B.4 struct address arrive.
+    #[test]
+    fn bti_enforced_call_through_trampoline() {
+        let dir = work_dir("bti-positive");
+        let (prog, link_stderr) = build(&dir, "bti_callee.c", "standard");
+        // Every input (the trampoline included) carries BTI by itself: -z force-bti had
+        // nothing to force, so it did not warn.
+        assert!(
+            !link_stderr.contains("BTI"),
+            "the linker had to force BTI, so an input lacks the BTI property (the trampoline?):\n{link_stderr}"
+        );
+        assert_bti_marked(&prog);
+        let notes = readelf(&["-n"], &prog);
+        assert!(notes.contains("AArch64 feature: BTI, PAC"), "all inputs are BTI and PAC, the program must be too:\n{notes}");
+
+        let out = run(&dir, "max", &prog);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{prog} under `{} -cpu max`: {} (10 + n: check n of bti_main.c failed)\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Negative control: the same program with a callee that has no landing pad must die with
+    /// SIGILL on the trampoline's BLR. Without this, the positive test could pass with BTI off.
+    #[test]
+    fn bti_negative_control_dies_with_sigill() {
+        let dir = work_dir("bti-negative");
+        let (prog, _) = build(&dir, "bti_callee_nopad.c", "none");
+        assert_bti_marked(&prog);
+
+        // The callee really starts with no landing pad (not bti, not paciasp/pacibsp).
+        let objdump = tool("NCCL_TRAMPOLINE_OBJDUMP", EXPECTED.objdump);
+        let listing = stdout_of(&objdump, &["-d", "--no-show-raw-insn", &prog]);
+        let first = listing
+            .lines()
+            .skip_while(|l| !l.trim_end().ends_with("<bti_callee>:"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no bti_callee in {prog}"));
+        let mnemonic = first.split_once(':').map(|(_, i)| i).unwrap_or_default().split_whitespace().next().unwrap_or_default();
+        assert!(!["bti", "paciasp", "pacibsp"].contains(&mnemonic), "the negative callee starts with a landing pad: {first:?}");
+
+        // On a CPU without FEAT_BTI the same program is correct and exits 0: whatever kills it
+        // under -cpu max is BTI, not a bug in the program.
+        let out = run(&dir, "cortex-a57", &prog);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{prog} under `{} -cpu cortex-a57` (no BTI): {}; the negative control is broken\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        // qemu-user re-raises the guest's fatal signal on itself; through a shell that reads 132.
+        let out = run(&dir, "max", &prog);
+        let sigill = out.status.signal() == Some(SIGILL) || out.status.code() == Some(128 + SIGILL);
+        assert!(
+            sigill,
+            "{prog} under `{} -cpu max`: {}, expected SIGILL: BTI is not enforced\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
