@@ -286,3 +286,66 @@ impl CallPlan {
 pub fn arg<T>(value: &T) -> *const c_void {
     (value as *const T).cast()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Type;
+
+    extern "C" fn add(a: i32, b: i32) -> i32 {
+        a + b
+    }
+
+    fn plan() -> Option<CallPlan> {
+        let sig = Signature::new(vec![Type::I32, Type::I32], Some(Type::I32)).unwrap();
+        match CallPlan::new(&sig) {
+            Ok(p) => Some(p),
+            Err(Error::UnsupportedTarget { .. }) => None,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn bad_call_inputs_are_errors_not_undefined_behaviour() {
+        let Some(plan) = plan() else { return };
+        let (a, b, mut r) = (1i32, 2i32, 0i32);
+        let f = add as *const c_void;
+        let ret = (&mut r as *mut i32).cast();
+        // SAFETY: every call below is refused before anything is called.
+        unsafe {
+            assert_eq!(plan.call(f, &[arg(&a)], ret), Err(Error::ArgumentCount { expected: 2, got: 1 }));
+            assert_eq!(plan.call(ptr::null(), &[arg(&a), arg(&b)], ret), Err(Error::NullPointer { what: "function" }));
+            assert_eq!(plan.call(f, &[arg(&a), ptr::null()], ret), Err(Error::NullPointer { what: "argument" }));
+            assert_eq!(plan.call(f, &[arg(&a), arg(&b)], ptr::null_mut()), Err(Error::NullPointer { what: "result" }));
+        }
+        // SAFETY: `add` has the planned signature.
+        unsafe { plan.call(f, &[arg(&a), arg(&b)], ret) }.unwrap();
+        assert_eq!(r, 3);
+    }
+
+    #[test]
+    fn plan_for_a_foreign_abi_cannot_be_called() {
+        let sig = Signature::new(vec![Type::I32, Type::I32], Some(Type::I32)).unwrap();
+        let foreign = match Abi::native() {
+            Some(Abi::SysVX86_64) => Abi::Aapcs64,
+            _ => Abi::SysVX86_64,
+        };
+        let plan = CallPlan::for_abi(foreign, &sig).unwrap();
+        let (a, mut r) = (1i32, 0i32);
+        // SAFETY: refused before anything is called.
+        let err = unsafe { plan.call(add as *const c_void, &[arg(&a), arg(&a)], (&mut r as *mut i32).cast()) }.unwrap_err();
+        assert!(matches!(err, Error::AbiMismatch { .. } | Error::UnsupportedTarget { .. }), "{err}");
+    }
+
+    #[test]
+    fn limits_are_plan_time_errors() {
+        let big = Type::Aggregate(crate::Aggregate::builder().array(Type::I64, 512).build().unwrap());
+        let sig = Signature::new(vec![big; 3], None).unwrap();
+        for abi in [Abi::SysVX86_64, Abi::Aapcs64] {
+            let err = CallPlan::for_abi(abi, &sig).unwrap_err();
+            assert!(matches!(err, Error::StackTooLarge { .. } | Error::CopiesTooLarge { .. }), "{abi:?}: {err}");
+        }
+        let too_many = Signature::new(vec![Type::I32; crate::limits::MAX_ARGS + 1], None);
+        assert!(matches!(too_many, Err(Error::TooManyArguments { .. })));
+    }
+}

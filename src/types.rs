@@ -262,9 +262,10 @@ impl AggregateBuilder {
             check_align(explicit)?;
             let field_align = ty.align().max(explicit);
             offset = offset.next_multiple_of(field_align);
-            let bytes = ty.size().checked_mul(count).filter(|b| *b <= MAX_AGGREGATE_BYTES).ok_or(
-                Error::AggregateTooLarge { size: usize::MAX, limit: MAX_AGGREGATE_BYTES },
-            )?;
+            let bytes = ty.size().saturating_mul(count);
+            if bytes > MAX_AGGREGATE_BYTES {
+                return Err(Error::AggregateTooLarge { size: bytes, limit: MAX_AGGREGATE_BYTES });
+            }
             fields.push(Field { offset, ty, count, align: field_align });
             offset += bytes;
             align = align.max(field_align);
@@ -322,5 +323,53 @@ impl Signature {
     /// For a variadic function, the number of named arguments.
     pub fn fixed_args(&self) -> Option<usize> {
         self.fixed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_lays_out_like_c() {
+        let s = Aggregate::builder().field(Type::I8).field(Type::F64).field(Type::I16).build().unwrap();
+        assert_eq!((s.size(), s.align()), (24, 8));
+        assert_eq!(s.fields().iter().map(|f| f.offset).collect::<Vec<_>>(), vec![0, 8, 16]);
+        let a = Aggregate::builder().field(Type::I8).field_aligned(Type::I32, 16).build().unwrap();
+        assert_eq!((a.size(), a.align(), a.natural_align(), a.fields()[1].offset), (32, 16, 16, 16));
+        let t = Aggregate::builder().field(Type::I64).align(16).build().unwrap();
+        assert_eq!((t.size(), t.align(), t.natural_align()), (16, 16, 8));
+    }
+
+    #[test]
+    fn bad_layouts_are_typed_errors() {
+        assert_eq!(Aggregate::builder().build(), Err(Error::EmptyAggregate));
+        assert_eq!(Aggregate::builder().array(Type::I32, 0).build(), Err(Error::EmptyAggregate));
+        assert!(matches!(Aggregate::builder().field(Type::I8).align(3).build(), Err(Error::InvalidAlignment { .. })));
+        assert!(matches!(Aggregate::builder().field(Type::I8).align(32).build(), Err(Error::InvalidAlignment { .. })));
+        let f = |offset, ty| Field { offset, ty, count: 1, align: 4 };
+        assert!(matches!(Aggregate::from_fields(8, 4, vec![f(2, Type::I32)]), Err(Error::MisalignedField { .. })));
+        assert!(matches!(Aggregate::from_fields(8, 4, vec![f(4, Type::I32), f(0, Type::I32)]), Err(Error::OverlappingFields { .. })));
+        assert!(matches!(Aggregate::from_fields(4, 4, vec![f(4, Type::I32)]), Err(Error::FieldOutOfBounds { .. })));
+        assert!(matches!(Aggregate::from_fields(6, 4, vec![f(0, Type::I32)]), Err(Error::InvalidSize { .. })));
+        assert!(matches!(Aggregate::builder().array(Type::I64, 1 << 20).build(), Err(Error::AggregateTooLarge { .. })));
+        let mut deep = Type::I8;
+        for _ in 0..=crate::limits::MAX_NESTING {
+            deep = match Aggregate::builder().field(deep).build() {
+                Ok(a) => Type::Aggregate(a),
+                Err(e) => {
+                    assert_eq!(e, Error::NestingTooDeep { limit: crate::limits::MAX_NESTING });
+                    return;
+                }
+            };
+        }
+        panic!("nesting limit not enforced");
+    }
+
+    #[test]
+    fn variadic_arguments_must_be_promoted() {
+        assert!(matches!(Signature::variadic(1, vec![Type::I32, Type::F32], None), Err(Error::VariadicPromotion { index: 1, .. })));
+        assert!(matches!(Signature::variadic(0, vec![Type::I32], None), Err(Error::InvalidVariadic { .. })));
+        assert!(Signature::variadic(1, vec![Type::I32, Type::F64, Type::I64], None).is_ok());
     }
 }

@@ -17,7 +17,8 @@
 //! spawns the host's tools: qemu passes execve through to the host kernel.
 #![cfg(any(all(target_arch = "x86_64", target_os = "linux"), all(target_arch = "aarch64", target_os = "linux")))]
 
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use nccl_trampoline::engine::offsets::ENTRY_SYMBOL;
@@ -50,16 +51,37 @@ fn tool(var: &str, name: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| name.to_string())
 }
 
+/// The path of `program`, searched on PATH unless it names a path; panics naming the tool when
+/// there is none. Looked up here rather than left to spawn: under qemu-user a failed exec in
+/// the child is not reported back to the parent (glibc's vfork-style posix_spawn becomes a
+/// plain fork), so a missing tool would read as a tool that failed without a word.
+fn resolve(program: &str) -> PathBuf {
+    let is_executable = |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    let found = if program.contains('/') {
+        Some(PathBuf::from(program)).filter(|p| is_executable(p))
+    } else {
+        std::env::var_os("PATH")
+            .and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| is_executable(p)))
+    };
+    found.unwrap_or_else(|| {
+        panic!("required tool `{program}` not found (PATH or its override variable): install it; this check did not run")
+    })
+}
+
 /// Runs `program`; panics naming the tool when it cannot be started, so a missing tool fails.
 fn spawn(program: &str, args: &[&str], cwd: Option<&Path>) -> Output {
-    let mut cmd = Command::new(program);
+    let mut cmd = Command::new(resolve(program));
     cmd.args(args);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    cmd.output().unwrap_or_else(|e| {
-        panic!("required tool `{program}` could not be run ({e}): install it or point the override variable at it; this check did not run")
-    })
+    let out = cmd.output().unwrap_or_else(|e| panic!("required tool `{program}` could not be run ({e}); this check did not run"));
+    // 127 with nothing said: the exec itself failed in the child (see `resolve`).
+    assert!(
+        !(out.status.code() == Some(127) && out.stdout.is_empty() && out.stderr.is_empty()),
+        "required tool `{program}` could not be executed; this check did not run"
+    );
+    out
 }
 
 /// Runs a tool that must succeed, and returns its stdout.
@@ -306,7 +328,6 @@ fn every_entry_has_call_frame_information() {
 mod bti {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
-    use std::path::PathBuf;
     use std::process::ExitStatus;
 
     const SIGILL: i32 = 4;

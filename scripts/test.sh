@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The whole test suite, locally and in CI (.ci/run calls this), on a fresh Debian/Ubuntu
+# machine with only rustup and gcc. It installs what it lacks, then runs:
+#   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
+#      the embedding examples, clippy;
+#   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and examples;
+#   3. `cargo check` for targets without a trampoline (they must build and return Unsupported);
+#   4. the benchmark compiles (it is run by hand: see docs/perf.md).
+# Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
+# signatures (default seed 0x5eed2026, 10000 signatures); SKIP_INSTALL=1 skips step 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+AARCH64=aarch64-unknown-linux-gnu
+CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu riscv64gc-unknown-linux-gnu)
+
+install() {
+    local need=()
+    command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
+    command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+    [ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || need+=(libc6-dev-arm64-cross)
+    command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
+    command -v aarch64-linux-gnu-objdump >/dev/null || need+=(binutils-aarch64-linux-gnu)
+    command -v readelf >/dev/null || need+=(binutils)
+    # libffi is the benchmark's comparison point (the `libffi` crate links the system one).
+    { [ -e /usr/include/ffi.h ] || [ -e /usr/include/x86_64-linux-gnu/ffi.h ]; } || need+=(libffi-dev)
+    command -v pkg-config >/dev/null || need+=(pkg-config)
+    if [ ${#need[@]} -gt 0 ]; then
+        step "apt-get install ${need[*]}"
+        as_root apt-get update -qq
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    fi
+    local installed
+    installed=$(rustup target list --installed)
+    for t in "$AARCH64" "${CHECK_TARGETS[@]}"; do
+        grep -qx "$t" <<<"$installed" || { step "rustup target add $t"; rustup target add "$t"; }
+    done
+    rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+}
+
+[ "${SKIP_INSTALL:-0}" = 1 ] || install
+
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# The test binaries print the fuzz seed and the hardening findings.
+TEST_ARGS=(-- --nocapture)
+
+step "native: build"
+cargo build --all-targets
+step "native: tests (unit, conformance, hardening, doc)"
+cargo test "${TEST_ARGS[@]}"
+step "native: examples"
+cargo run --quiet --example ldiv
+cargo run --quiet --example qsort
+step "native: clippy"
+cargo clippy --all-targets --quiet -- -D warnings
+
+step "aarch64 under qemu-aarch64 -cpu max: tests"
+cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
+step "aarch64 under qemu-aarch64 -cpu max: examples"
+cargo run --quiet --target "$AARCH64" --example ldiv
+cargo run --quiet --target "$AARCH64" --example qsort
+
+for t in "${CHECK_TARGETS[@]}"; do
+    step "cargo check --target $t (no trampoline: must build, calls return Unsupported)"
+    cargo check --quiet --lib --target "$t"
+done
+
+step "benchmark builds"
+cargo bench --no-run --quiet
+
+step "all suites passed"
