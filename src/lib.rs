@@ -45,6 +45,11 @@ pub mod limits;
 mod plan;
 mod types;
 
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use abi::Abi;
 pub use error::Error;
 pub use plan::{arg, CallPlan};
