@@ -209,8 +209,9 @@ impl CallPlan {
         let base = |d: Dst| -> *mut u8 {
             match d {
                 // SAFETY: frame offsets come from Loc::Int/Vec (< 8 registers) and lie inside
-                // CallFrame; stack offsets lie inside stack_len (placement invariant).
+                // CallFrame.
                 Dst::Frame(off) => unsafe { fp.add(off as usize) },
+                // SAFETY: stack offsets lie inside stack_len <= N (placement invariant).
                 Dst::Stack(off) => unsafe { stack.add(off as usize) },
             }
         };

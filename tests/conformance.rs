@@ -43,7 +43,7 @@ fn pinned_shapes() -> Vec<(&'static str, Signature)> {
             "chars_float_char_double",
             sig(vec![Type::I8, Type::I8, Type::I8, Type::I8, Type::I8, Type::F32, c_d.clone()], Some(c_d)),
         ),
-        ("aligned_member_16_on_stack", sig([vec![Type::I64; 9], vec![member16.clone(), Type::I32]].concat(), Some(member16))),
+        ("aligned_member_16_on_stack", sig([vec![Type::I64; 9], vec![member16.clone(), Type::I32]].concat(), Some(member16.clone()))),
         ("aligned_member_16_in_registers", sig(vec![Type::I32, member16.clone(), Type::I32], Some(Type::I64))),
         ("aligned_struct_16_on_stack", sig([vec![Type::I64; 9], vec![struct16.clone(), Type::I32]].concat(), Some(struct16))),
         (

@@ -179,19 +179,25 @@ fn entries(symbols: &[Symbol]) -> Vec<Symbol> {
 }
 
 /// The version suffix the symbols must carry, derived from the package version independently
-/// of build.rs: 0.1.x -> v0_1, 1.4.2 -> v1, 0.0.3 -> v0_0_3.
+/// of build.rs: 0.1.x -> v0_1, 1.4.2 -> v1, 0.0.3 -> v0_0_3; a pre-release keeps its tag,
+/// made symbol-safe (0.2.0-alpha.1 -> v0_2_alpha_1).
 fn version_suffix() -> String {
     let version = env!("CARGO_PKG_VERSION");
     let core = version.split(['-', '+']).next().unwrap_or(version);
     let mut parts = core.split('.');
     let (major, minor, patch) = (parts.next().unwrap_or("0"), parts.next().unwrap_or("0"), parts.next().unwrap_or("0"));
-    if major != "0" {
+    let mut suffix = if major != "0" {
         format!("v{major}")
     } else if minor != "0" {
         format!("v0_{minor}")
     } else {
         format!("v0_0_{patch}")
+    };
+    if let Some((_, pre)) = version.split('+').next().unwrap_or(version).split_once('-') {
+        suffix.push('_');
+        suffix.extend(pre.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }));
     }
+    suffix
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,6 +218,7 @@ fn object_has_non_executable_stack_note() {
         assert!(t.len() == 8 || t.len() == 9, "{member}: cannot read the section line {line:?}");
         let flags = if t.len() == 9 { t[5] } else { "" };
         assert!(!flags.contains('X'), "{member}: .note.GNU-stack has flags {flags:?}: an executable stack\n{line}");
+        println!("hardening: {member}: .note.GNU-stack flags {flags:?}");
     }
 }
 
@@ -226,6 +233,7 @@ fn object_declares_control_flow_protection_property() {
             "{member}: the NT_GNU_PROPERTY_TYPE_0 note must say exactly {:?}\n{body}",
             EXPECTED.property_note
         );
+        println!("hardening: {member}: Properties: {}", EXPECTED.property_note);
     }
 }
 
@@ -256,6 +264,7 @@ fn globals_are_hidden_and_versioned() {
             assert_eq!(s.vis, "HIDDEN", "defined global {} is exported: {s:?}", s.name);
         }
     }
+    println!("hardening: globals {:?}: versioned (_{suffix}), defined ones hidden", globals.iter().map(|s| &s.name).collect::<Vec<_>>());
 }
 
 /// (d) The first instruction of every entry is the landing pad (`endbr64` / `bti c`).
@@ -273,6 +282,7 @@ fn every_entry_starts_with_landing_pad() {
         // "   0:\tbti\tc" -> ["bti", "c"]
         let insn: Vec<&str> = first.split_once(':').map(|(_, i)| i).unwrap_or_default().split_whitespace().collect();
         assert_eq!(insn, EXPECTED.landing_pad, "{}: first instruction is {first:?}, not the landing pad", entry.name);
+        println!("hardening: {} starts with {:?}", entry.name, insn.join(" "));
     }
 }
 
@@ -291,6 +301,7 @@ fn test_executable_stack_is_not_executable() {
     assert!(t.len() >= 8, "cannot read {line:?}");
     let flags: String = t[6..t.len() - 1].concat();
     assert_eq!(flags, "RW", "{exe}: the stack is mapped {flags:?}, not RW\n{line}");
+    println!("hardening: test executable PT_GNU_STACK {flags}");
 }
 
 /// (f) Call frame information: an FDE covers every entry from its first to its last byte.
@@ -318,6 +329,7 @@ fn every_entry_has_call_frame_information() {
             "{}: no FDE covers {lo:#x}..{hi:#x} (FDEs: {fdes:x?}): .cfi_startproc/.cfi_endproc missing?\n{body}",
             entry.name
         );
+        println!("hardening: {}: FDE covers {lo:#x}..{hi:#x}", entry.name);
     }
 }
 
@@ -427,6 +439,7 @@ mod bti {
             describe(out.status),
             String::from_utf8_lossy(&out.stderr)
         );
+        println!("hardening: BTI-enforced program called through {ENTRY_SYMBOL}: exit 0");
     }
 
     /// Negative control: the same program with a callee that has no landing pad must die with
@@ -470,5 +483,6 @@ mod bti {
             describe(out.status),
             String::from_utf8_lossy(&out.stderr)
         );
+        println!("hardening: callee without landing pad: exit 0 without BTI, {} with BTI", describe(out.status));
     }
 }
