@@ -34,16 +34,24 @@ FUNC_START(TRAMPOLINE_ENTRY)
 
     /* 1. Outgoing stack arguments. FRAME_STACK_LEN is a multiple of 16 (the plan rounds it),
      *    so %rsp stays 16-aligned at the call (psABI 3.2.2: "%rsp+8 is a multiple of 16 when
-     *    control is transferred to the function entry point"). The direction flag is clear
-     *    on entry (psABI 3.2.1), so rep movsb copies upwards. */
+     *    control is transferred to the function entry point"). Copied 16 bytes a step with
+     *    two scratch registers: stack images are short (128 bytes for ncclCommInitRank),
+     *    where "rep movsb" pays a start-up cost of tens of cycles. */
     mov     FRAME_STACK_LEN(%rbx), %rcx
     sub     %rcx, %rsp
     test    %rcx, %rcx
-    jz      1f
+    jz      2f
     mov     FRAME_STACK_ARGS(%rbx), %rsi
     mov     %rsp, %rdi
-    rep movsb
-1:
+1:  mov     (%rsi), %rax
+    mov     8(%rsi), %rdx
+    mov     %rax, (%rdi)
+    mov     %rdx, 8(%rdi)
+    add     $16, %rsi
+    add     $16, %rdi
+    sub     $16, %rcx
+    jnz     1b
+2:
     /* 2. Vector argument registers (psABI 3.2.3: SSE class -> xmm0..xmm7 in order). */
     movups  FRAME_VEC_REGS + 0*16(%rbx), %xmm0
     movups  FRAME_VEC_REGS + 1*16(%rbx), %xmm1

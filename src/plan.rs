@@ -9,6 +9,10 @@ use crate::abi::{Abi, Loc, Move, Placement, ResultPlace, RetReg};
 use crate::engine::{self, CallFrame};
 use crate::{Error, Signature};
 
+/// Bytes of stack image plus private copies that a call keeps in the caller's own frame; larger
+/// needs use a separate frame.
+const SMALL_AREA: usize = 256;
+
 /// Where a move writes: an offset into the frame, the stack image, or the copy area.
 #[derive(Clone, Copy, Debug)]
 enum Dst {
@@ -169,15 +173,53 @@ impl CallPlan {
         // SAFETY: the caller guarantees func/args/ret per this function's contract; the
         // buffer size covers stack_len + copy_len (checked by the tier choice).
         unsafe {
-            if need <= 256 {
-                self.call_with::<256>(entry, func, args, ret);
-            } else if need <= 2048 {
-                self.call_with::<2048>(entry, func, args, ret);
+            if need <= SMALL_AREA {
+                // Inline: the common case keeps a small stack frame (no stack probes).
+                self.call_with::<SMALL_AREA>(entry, func, args, ret);
             } else {
-                self.call_with::<{ crate::limits::MAX_STACK_BYTES + crate::limits::MAX_COPY_BYTES }>(entry, func, args, ret);
+                self.call_large(need, entry, func, args, ret);
             }
         }
         Ok(())
+    }
+
+    /// Calls needing more than [`SMALL_AREA`] bytes of images, in their own frames so that the
+    /// common case does not pay for (and probe) a large stack frame.
+    ///
+    /// # Safety
+    ///
+    /// As [`call`](CallPlan::call), with `need = stack_len + copy_len`.
+    #[inline(never)]
+    #[cold]
+    unsafe fn call_large(
+        &self,
+        need: usize,
+        entry: unsafe extern "C" fn(*mut CallFrame),
+        func: *const c_void,
+        args: &[*const c_void],
+        ret: *mut c_void,
+    ) {
+        const MEDIUM: usize = 2048;
+        const LARGE: usize = crate::limits::MAX_STACK_BYTES + crate::limits::MAX_COPY_BYTES;
+        #[inline(never)]
+        unsafe fn tier<const N: usize>(
+            plan: &CallPlan,
+            entry: unsafe extern "C" fn(*mut CallFrame),
+            func: *const c_void,
+            args: &[*const c_void],
+            ret: *mut c_void,
+        ) {
+            // SAFETY: forwarded contract; N >= need by the choice below.
+            unsafe { plan.call_with::<N>(entry, func, args, ret) }
+        }
+        // SAFETY: forwarded contract; Abi::place bounds need by MAX_STACK_BYTES + MAX_COPY_BYTES.
+        unsafe {
+            if need <= MEDIUM {
+                tier::<MEDIUM>(self, entry, func, args, ret);
+            } else {
+                tier::<LARGE>(self, entry, func, args, ret);
+            }
+        }
     }
 
     /// Builds the frame and the images in a stack buffer of `N` bytes, calls, reads back.
