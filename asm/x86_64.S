@@ -52,7 +52,11 @@ FUNC_START(TRAMPOLINE_ENTRY)
     sub     $16, %rcx
     jnz     1b
 2:
-    /* 2. Vector argument registers (psABI 3.2.3: SSE class -> xmm0..xmm7 in order). */
+    /* 2. Vector argument registers (psABI 3.2.3: SSE class -> xmm0..xmm7 in order), skipped
+     *    when the call uses none. %eax is the count here and below. */
+    mov     FRAME_VECTOR_COUNT(%rbx), %eax
+    test    %eax, %eax
+    jz      3f
     movups  FRAME_VEC_REGS + 0*16(%rbx), %xmm0
     movups  FRAME_VEC_REGS + 1*16(%rbx), %xmm1
     movups  FRAME_VEC_REGS + 2*16(%rbx), %xmm2
@@ -61,7 +65,7 @@ FUNC_START(TRAMPOLINE_ENTRY)
     movups  FRAME_VEC_REGS + 5*16(%rbx), %xmm5
     movups  FRAME_VEC_REGS + 6*16(%rbx), %xmm6
     movups  FRAME_VEC_REGS + 7*16(%rbx), %xmm7
-
+3:
     /* Integer argument registers (INTEGER class -> rdi, rsi, rdx, rcx, r8, r9 in order; a
      * MEMORY-class return puts the hidden result pointer in the first of them). */
     mov     FRAME_INT_REGS + 0*8(%rbx), %rdi
@@ -71,9 +75,8 @@ FUNC_START(TRAMPOLINE_ENTRY)
     mov     FRAME_INT_REGS + 4*8(%rbx), %r8
     mov     FRAME_INT_REGS + 5*8(%rbx), %r9
 
-    /* %al = number of vector registers used: variadic callees read it to decide whether to
-     * spill xmm0..xmm7 (psABI 3.5.7). Written last so nothing above can clobber it. */
-    mov     FRAME_VECTOR_COUNT(%rbx), %eax
+    /* %al = number of vector registers used (loaded above): variadic callees read it to
+     * decide whether to spill xmm0..xmm7 (psABI 3.5.7). Nothing since has written %rax. */
 
     /* 3. The call. %rsp is 16-aligned here and the stack image sits at 0(%rsp). */
     call    *FRAME_FUNC(%rbx)

@@ -8,7 +8,7 @@
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    /// This target has no trampoline (see `docs/adr/0006-porting-guide.md`).
+    /// This target has no trampoline (see `docs/adr/0005-porting-guide.md`).
     #[error("no call trampoline for target {target}")]
     UnsupportedTarget {
         /// `arch-os` of the target the crate was built for.

@@ -2,7 +2,7 @@
 //! heap.
 
 use core::ffi::c_void;
-use core::mem::MaybeUninit;
+use core::mem::{size_of, MaybeUninit};
 use core::ptr;
 
 use crate::abi::{Abi, Loc, Move, Placement, ResultPlace, RetReg};
@@ -13,21 +13,31 @@ use crate::{Error, Signature};
 /// needs use a separate frame.
 const SMALL_AREA: usize = 256;
 
-/// Where a move writes: an offset into the frame, the stack image, or the copy area.
+/// One prepared step of a call. Every destination is a byte offset into the call's
+/// workspace: the [`CallFrame`], then the stack-argument image, then the private copies, one
+/// contiguous, 16-aligned block on the caller's stack. One dispatch per step, no allocation.
 #[derive(Clone, Copy, Debug)]
-enum Dst {
-    Frame(u32),
-    Stack(u32),
+struct Step {
+    kind: StepKind,
+    arg: u16,
+    /// Source offset in the argument (Bytes), or workspace offset of a copy (CopyAddress).
+    src: u32,
+    len: u32,
+    dst: u32,
 }
 
-/// One prepared step of a call.
-#[derive(Clone, Copy, Debug)]
-enum Step {
-    Int { arg: u16, len: u8, signed: bool, dst: Dst },
-    Bytes { arg: u16, src: u32, len: u32, dst: Dst },
-    Copy { arg: u16, len: u32, copy: u32 },
-    CopyAddress { copy: u32, dst: Dst },
-    ResultAddress { dst: Dst },
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepKind {
+    /// Integer of `len` bytes, sign-extended to 64 bits.
+    SignExtend,
+    /// Integer of `len` bytes, zero-extended to 64 bits.
+    ZeroExtend,
+    /// `len` raw bytes from byte `src` of the argument.
+    Bytes,
+    /// The address of workspace byte `src`, as a pointer.
+    CopyAddress,
+    /// The caller's result buffer address, as a pointer.
+    ResultAddress,
 }
 
 /// A signature prepared for calling through the assembly core.
@@ -86,24 +96,35 @@ impl CallPlan {
     }
 
     fn from_placement(abi: Abi, signature: Signature, p: Placement) -> Self {
-        let dst = |loc: Loc| match loc {
-            Loc::Int(n) => Dst::Frame((engine::offsets::FRAME_INT_REGS + 8 * usize::from(n)) as u32),
-            Loc::Vec(n) => Dst::Frame((engine::offsets::FRAME_VEC_REGS + 16 * usize::from(n)) as u32),
-            Loc::Stack(off) => Dst::Stack(off),
+        let frame = size_of::<CallFrame>();
+        let copies = frame + p.stack_len;
+        // Abi::place bounded every offset by the limits, far below u32::MAX.
+        let dst = |loc: Loc| -> u32 {
+            (match loc {
+                Loc::Int(n) => engine::offsets::FRAME_INT_REGS + 8 * usize::from(n),
+                Loc::Vec(n) => engine::offsets::FRAME_VEC_REGS + 16 * usize::from(n),
+                Loc::Stack(off) => frame + off as usize,
+            }) as u32
         };
         let steps = p
             .moves
             .iter()
             .map(|m| match *m {
-                Move::Int { arg, len, signed, to } => Step::Int { arg, len, signed, dst: dst(to) },
-                Move::Bytes { arg, src, len, to } => Step::Bytes { arg, src, len, dst: dst(to) },
-                Move::Copy { arg, len, copy } => Step::Copy { arg, len, copy },
-                Move::CopyAddress { copy, to } => Step::CopyAddress { copy, dst: dst(to) },
-                Move::ResultAddress { to } => Step::ResultAddress { dst: dst(to) },
+                Move::Int { arg, len, signed, to } => {
+                    let kind = if signed { StepKind::SignExtend } else { StepKind::ZeroExtend };
+                    Step { kind, arg, src: 0, len: u32::from(len), dst: dst(to) }
+                }
+                Move::Bytes { arg, src, len, to } => Step { kind: StepKind::Bytes, arg, src, len, dst: dst(to) },
+                Move::Copy { arg, len, copy } => {
+                    Step { kind: StepKind::Bytes, arg, src: 0, len, dst: (copies + copy as usize) as u32 }
+                }
+                Move::CopyAddress { copy, to } => {
+                    Step { kind: StepKind::CopyAddress, arg: 0, src: (copies + copy as usize) as u32, len: 8, dst: dst(to) }
+                }
+                Move::ResultAddress { to } => Step { kind: StepKind::ResultAddress, arg: 0, src: 0, len: 8, dst: dst(to) },
             })
             .collect();
         let indirect_result = matches!(p.result, ResultPlace::Indirect { via_x8: true });
-        // Abi::place bounded both lengths by the limits, far below u32::MAX.
         CallPlan {
             abi,
             signature,
@@ -235,71 +256,66 @@ impl CallPlan {
         args: &[*const c_void],
         ret: *mut c_void,
     ) {
+        /// The frame, then the stack image, then the private copies. CallFrame's size is a
+        /// multiple of 16 and stack_len too, so the stack image and every copy (at offsets that
+        /// are multiples of 16) are 16-aligned.
         #[repr(C, align(16))]
-        struct Area<const N: usize>([MaybeUninit<u8>; N]);
+        struct Workspace<const N: usize> {
+            frame: CallFrame,
+            area: [MaybeUninit<u8>; N],
+        }
 
         debug_assert!(N >= self.stack_len as usize + self.copy_len as usize);
         debug_assert_eq!(self.stack_len % 16, 0);
-        let mut frame = MaybeUninit::<CallFrame>::uninit();
-        let mut area = MaybeUninit::<Area<N>>::uninit();
-        let fp = frame.as_mut_ptr().cast::<u8>();
-        let stack = area.as_mut_ptr().cast::<u8>();
-        // The copy area follows the stack image; stack_len is a multiple of 16 and the area is
-        // 16-aligned, so every copy offset (a multiple of 16) stays 16-aligned.
-        // SAFETY: stack_len <= N.
-        let copies = unsafe { stack.add(self.stack_len as usize) };
-        let base = |d: Dst| -> *mut u8 {
-            match d {
-                // SAFETY: frame offsets come from Loc::Int/Vec (< 8 registers) and lie inside
-                // CallFrame.
-                Dst::Frame(off) => unsafe { fp.add(off as usize) },
-                // SAFETY: stack offsets lie inside stack_len <= N (placement invariant).
-                Dst::Stack(off) => unsafe { stack.add(off as usize) },
-            }
-        };
+        let mut ws = MaybeUninit::<Workspace<N>>::uninit();
+        let base = ws.as_mut_ptr().cast::<u8>();
 
         for step in &self.steps {
             // SAFETY: every source pointer is the caller's args[i], valid for the argument's
-            // size (call's contract); every destination lies in the frame or in the area of N
-            // bytes (placement invariants above); sources and destinations never overlap.
+            // size (call's contract), and every step reads inside it; every destination lies
+            // inside the workspace (frame offsets name one of 8 registers; stack and copy
+            // offsets lie inside stack_len + copy_len <= N); sources never overlap it.
             unsafe {
-                match *step {
-                    Step::Int { arg, len, signed, dst } => {
-                        let p = args[usize::from(arg)].cast::<u8>();
-                        let v: u64 = match (len, signed) {
-                            (1, true) => p.cast::<i8>().read_unaligned() as i64 as u64,
-                            (1, false) => u64::from(p.read_unaligned()),
-                            (2, true) => p.cast::<i16>().read_unaligned() as i64 as u64,
-                            (2, false) => u64::from(p.cast::<u16>().read_unaligned()),
-                            (4, true) => p.cast::<i32>().read_unaligned() as i64 as u64,
-                            (4, false) => u64::from(p.cast::<u32>().read_unaligned()),
+                let dst = base.add(step.dst as usize);
+                match step.kind {
+                    StepKind::SignExtend => {
+                        let p = args[usize::from(step.arg)].cast::<u8>();
+                        let v: i64 = match step.len {
+                            1 => i64::from(p.cast::<i8>().read_unaligned()),
+                            2 => i64::from(p.cast::<i16>().read_unaligned()),
+                            4 => i64::from(p.cast::<i32>().read_unaligned()),
+                            _ => p.cast::<i64>().read_unaligned(),
+                        };
+                        dst.cast::<i64>().write_unaligned(v);
+                    }
+                    StepKind::ZeroExtend => {
+                        let p = args[usize::from(step.arg)].cast::<u8>();
+                        let v: u64 = match step.len {
+                            1 => u64::from(p.read_unaligned()),
+                            2 => u64::from(p.cast::<u16>().read_unaligned()),
+                            4 => u64::from(p.cast::<u32>().read_unaligned()),
                             _ => p.cast::<u64>().read_unaligned(),
                         };
-                        base(dst).cast::<u64>().write_unaligned(v);
+                        dst.cast::<u64>().write_unaligned(v);
                     }
-                    Step::Bytes { arg, src, len, dst } => {
-                        let p = args[usize::from(arg)].cast::<u8>().add(src as usize);
-                        ptr::copy_nonoverlapping(p, base(dst), len as usize);
+                    StepKind::Bytes => {
+                        let p = args[usize::from(step.arg)].cast::<u8>().add(step.src as usize);
+                        copy_bytes(p, dst, step.len as usize);
                     }
-                    Step::Copy { arg, len, copy } => {
-                        let p = args[usize::from(arg)].cast::<u8>();
-                        ptr::copy_nonoverlapping(p, copies.add(copy as usize), len as usize);
+                    StepKind::CopyAddress => {
+                        dst.cast::<usize>().write_unaligned(base.add(step.src as usize) as usize);
                     }
-                    Step::CopyAddress { copy, dst } => {
-                        base(dst).cast::<usize>().write_unaligned(copies.add(copy as usize) as usize);
-                    }
-                    Step::ResultAddress { dst } => {
-                        base(dst).cast::<usize>().write_unaligned(ret as usize);
-                    }
+                    StepKind::ResultAddress => dst.cast::<usize>().write_unaligned(ret as usize),
                 }
             }
         }
 
-        // SAFETY: fp points to a CallFrame-sized, aligned buffer; these are plain field writes.
+        let f = base.cast::<CallFrame>();
+        // SAFETY: `f` points to the workspace's frame: aligned, and these are plain field
+        // writes into it.
         unsafe {
-            let f = frame.as_mut_ptr();
             ptr::addr_of_mut!((*f).func).write(func);
-            ptr::addr_of_mut!((*f).stack_args).write(stack);
+            ptr::addr_of_mut!((*f).stack_args).write(base.add(size_of::<CallFrame>()));
             ptr::addr_of_mut!((*f).stack_len).write(self.stack_len as usize);
             let indirect = if self.indirect_result { ret } else { ptr::null_mut() };
             ptr::addr_of_mut!((*f).indirect_result).write(indirect);
@@ -308,6 +324,7 @@ impl CallPlan {
             // C signature; func's contract is the caller's (see `call`).
             entry(f);
         }
+        let fp = base;
 
         if let ResultPlace::Regs(pieces) = &self.result {
             for piece in pieces {
@@ -318,9 +335,27 @@ impl CallPlan {
                 // SAFETY: the entry wrote every return slot; ret is valid for the result's
                 // size (call's contract) and pieces lie inside it.
                 unsafe {
-                    ptr::copy_nonoverlapping(fp.add(src), ret.cast::<u8>().add(piece.dst as usize), piece.len as usize);
+                    copy_bytes(fp.add(src), ret.cast::<u8>().add(piece.dst as usize), piece.len as usize);
                 }
             }
+        }
+    }
+}
+
+/// Copies `len` bytes; the register-sized cases (almost every move) without a call to `memcpy`.
+///
+/// # Safety
+///
+/// As [`ptr::copy_nonoverlapping`]; no alignment is required.
+#[inline(always)]
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: the caller guarantees `len` readable bytes at src and writable bytes at dst.
+    unsafe {
+        match len {
+            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
+            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+            16 => dst.cast::<u128>().write_unaligned(src.cast::<u128>().read_unaligned()),
+            _ => ptr::copy_nonoverlapping(src, dst, len),
         }
     }
 }
