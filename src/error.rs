@@ -135,4 +135,60 @@ pub enum Error {
         /// Which pointer.
         what: &'static str,
     },
+    /// No candidate library loaded; every one tried, with why it failed.
+    #[error("no NCCL library could be loaded; tried: {}", tried.join("; "))]
+    LibraryNotFound {
+        /// `path (source): reason` for each candidate, in discovery order.
+        tried: Vec<String>,
+    },
+    /// A library was found but could not be loaded or is not NCCL.
+    #[error("cannot load library: {reason}")]
+    LibraryLoad {
+        /// The loader's message.
+        reason: String,
+    },
+    /// The loaded library (or its config struct) lacks what the call needs.
+    #[error("{symbol} needs NCCL {needs}, the loaded library is {loaded}")]
+    Unsupported {
+        /// C symbol or config field.
+        symbol: &'static str,
+        /// First NCCL version that has it.
+        needs: String,
+        /// Version of the loaded library.
+        loaded: String,
+    },
+    /// An NCCL call returned an error.
+    #[error("{function} failed: {name} ({code}){}", if last_error.is_empty() { String::new() } else { format!(": {last_error}") })]
+    Nccl {
+        /// The NCCL function.
+        function: &'static str,
+        /// The numeric `ncclResult_t`.
+        code: i32,
+        /// Its name (`ncclInvalidArgument`), or NCCL's string for an unknown code.
+        name: String,
+        /// `ncclGetLastError` text, empty when NCCL had none.
+        last_error: String,
+    },
+    /// A unique id of the wrong length.
+    #[error("a unique id has 128 bytes, got {len}")]
+    InvalidUniqueId {
+        /// Length given.
+        len: usize,
+    },
+    /// A buffer too short for the collective.
+    #[error("{what}: need {expected} elements, got {got}")]
+    LengthMismatch {
+        /// Which buffer.
+        what: &'static str,
+        /// Elements needed.
+        expected: usize,
+        /// Elements given.
+        got: usize,
+    },
+    /// An argument NCCL would reject or misuse.
+    #[error("invalid argument: {what}")]
+    InvalidArgument {
+        /// What is wrong.
+        what: &'static str,
+    },
 }

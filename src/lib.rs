@@ -42,6 +42,7 @@ pub mod abi;
 pub mod engine;
 mod error;
 pub mod limits;
+pub mod nccl;
 mod plan;
 mod types;
 

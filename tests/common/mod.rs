@@ -41,13 +41,20 @@ pub fn work_dir(name: &str) -> PathBuf {
 /// Compiles `sources` (paths) into a shared library, one compiler process per source in
 /// parallel, and returns its path. Panics with the compiler's output on failure.
 pub fn build_shared(dir: &Path, name: &str, sources: &[PathBuf]) -> PathBuf {
+    build_shared_with(dir, name, sources, &[])
+}
+
+/// As [`build_shared`], with extra compiler flags (`-D...`).
+pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
     let cc = target_cc();
     let mut children = Vec::new();
     let mut objects = Vec::new();
     for (i, src) in sources.iter().enumerate() {
         let obj = dir.join(format!("{name}-{i}.o"));
         let child = Command::new(&cc)
-            .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Werror=implicit-function-declaration", "-o"])
+            .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Werror=implicit-function-declaration"])
+            .args(flags)
+            .arg("-o")
             .arg(&obj)
             .arg(src)
             .stderr(std::process::Stdio::piped())

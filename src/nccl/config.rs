@@ -1,0 +1,290 @@
+//! `ncclConfig_t`, written for the loaded library's version.
+//!
+//! NCCL versions the struct by `size`, `magic` and `version`: since 2.17 the library clamps
+//! `size` to its own `sizeof`, rejects a bad magic, then resets every field newer than the
+//! caller's `version`. Two fields landed in tail padding (the size did not change), so the
+//! buffer is built for the loaded library: its size, its version code, and only fields it
+//! knows. A field it does not know is refused, not silently dropped.
+
+use std::ffi::CString;
+
+use crate::nccl::library::Version;
+use crate::Error;
+
+/// `NCCL_CONFIG_UNDEF_INT`: a field left to NCCL's default.
+pub const UNDEF_INT: i32 = i32::MIN;
+/// The header's magic.
+pub const MAGIC: u32 = 0xcafe_beef;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Int,
+    Ptr,
+}
+
+struct FieldInfo {
+    name: &'static str,
+    offset: usize,
+    kind: Kind,
+    since: Version,
+}
+
+const fn f(name: &'static str, offset: usize, kind: Kind, since: (u32, u32, u32)) -> FieldInfo {
+    FieldInfo { name, offset, kind, since: Version::new(since.0, since.1, since.2) }
+}
+
+/// Every field after the header, with its offset on 64-bit Linux and the version adding it.
+const FIELDS: &[FieldInfo] = &[
+    f("blocking", 16, Kind::Int, (2, 14, 0)),
+    f("cgaClusterSize", 20, Kind::Int, (2, 17, 0)),
+    f("minCTAs", 24, Kind::Int, (2, 17, 0)),
+    f("maxCTAs", 28, Kind::Int, (2, 17, 0)),
+    f("netName", 32, Kind::Ptr, (2, 17, 0)),
+    f("splitShare", 40, Kind::Int, (2, 18, 0)),
+    f("trafficClass", 44, Kind::Int, (2, 26, 0)),
+    f("commName", 48, Kind::Ptr, (2, 27, 0)),
+    f("collnetEnable", 56, Kind::Int, (2, 27, 0)),
+    f("CTAPolicy", 60, Kind::Int, (2, 27, 0)),
+    f("shrinkShare", 64, Kind::Int, (2, 27, 0)),
+    f("nvlsCTAs", 68, Kind::Int, (2, 27, 0)),
+    f("nChannelsPerNetPeer", 72, Kind::Int, (2, 28, 0)),
+    f("nvlinkCentricSched", 76, Kind::Int, (2, 28, 0)),
+    f("graphUsageMode", 80, Kind::Int, (2, 29, 0)),
+    f("numRmaCtx", 84, Kind::Int, (2, 29, 0)),
+    f("maxP2pPeers", 88, Kind::Int, (2, 30, 3)),
+    f("graphStreamOrdering", 92, Kind::Int, (2, 30, 7)),
+    f("launchOrderImplicit", 96, Kind::Int, (2, 31, 2)),
+    f("numRmaSig", 100, Kind::Int, (2, 31, 2)),
+    f("rmaEagerInit", 104, Kind::Int, (2, 31, 2)),
+    f("hostCftMode", 108, Kind::Int, (2, 31, 2)),
+    f("nvlsHostMode", 112, Kind::Int, (2, 32, 3)),
+];
+
+/// `sizeof(ncclConfig_t)` in the header of `version`, or `None` before 2.14 (no config).
+pub fn config_size(version: Version) -> Option<usize> {
+    let v = |a, b, c| Version::new(a, b, c);
+    Some(match version {
+        x if x >= v(2, 32, 3) => 120,
+        x if x >= v(2, 31, 2) => 112,
+        x if x >= v(2, 30, 3) => 96,
+        x if x >= v(2, 29, 0) => 88,
+        x if x >= v(2, 28, 0) => 80,
+        x if x >= v(2, 27, 0) => 72,
+        x if x >= v(2, 18, 0) => 48,
+        x if x >= v(2, 17, 0) => 40,
+        x if x >= v(2, 14, 0) => 24,
+        _ => return None,
+    })
+}
+
+/// Largest config this crate writes.
+const MAX_CONFIG: usize = 128;
+
+/// Communicator options, built up in Rust and written as `ncclConfig_t` for the loaded
+/// library by [`Communicator::init_rank_config`](crate::nccl::Communicator::init_rank_config)
+/// and the split/shrink calls. Unset fields stay `NCCL_CONFIG_UNDEF_*` (NCCL's defaults).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    ints: Vec<(&'static str, i32)>,
+    net_name: Option<String>,
+    comm_name: Option<String>,
+}
+
+impl Config {
+    /// All fields at NCCL's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn int(mut self, name: &'static str, value: i32) -> Self {
+        self.ints.retain(|(n, _)| *n != name);
+        self.ints.push((name, value));
+        self
+    }
+
+    /// `blocking`: 0 makes init and collectives return `ncclInProgress` and run on; poll
+    /// [`Communicator::async_error`](crate::nccl::Communicator::async_error).
+    pub fn blocking(self, blocking: bool) -> Self {
+        self.int("blocking", i32::from(blocking))
+    }
+
+    /// `cgaClusterSize` (2.17).
+    pub fn cga_cluster_size(self, size: i32) -> Self {
+        self.int("cgaClusterSize", size)
+    }
+
+    /// `minCTAs` and `maxCTAs` together (2.17; NCCL rejects one without the other).
+    pub fn ctas(self, min: i32, max: i32) -> Self {
+        self.int("minCTAs", min).int("maxCTAs", max)
+    }
+
+    /// `netName` (2.17): the network module to use.
+    pub fn net_name(mut self, name: &str) -> Self {
+        self.net_name = Some(name.to_string());
+        self
+    }
+
+    /// `splitShare` (2.18): share resources with the parent on split.
+    pub fn split_share(self, share: bool) -> Self {
+        self.int("splitShare", i32::from(share))
+    }
+
+    /// `trafficClass` (2.26).
+    pub fn traffic_class(self, class: i32) -> Self {
+        self.int("trafficClass", class)
+    }
+
+    /// `commName` (2.27).
+    pub fn comm_name(mut self, name: &str) -> Self {
+        self.comm_name = Some(name.to_string());
+        self
+    }
+
+    /// Any integer field by its C name (for example `"nvlsCTAs"`, `"maxP2pPeers"`); an
+    /// unknown name is refused when the config is written.
+    pub fn field(self, c_name: &str, value: i32) -> Self {
+        match FIELDS.iter().find(|f| f.name == c_name && f.kind == Kind::Int) {
+            Some(f) => self.int(f.name, value),
+            // Kept under a marker so `encode` reports it.
+            None => self.int("<unknown>", value),
+        }
+    }
+
+    /// True when `blocking` is set to 0.
+    pub fn is_nonblocking(&self) -> bool {
+        self.ints.iter().any(|(n, v)| *n == "blocking" && *v == 0)
+    }
+
+    /// Writes the config for a library of `version`. Errors: the library has no config
+    /// (before 2.14), a field it does not know, a name with a NUL byte, an unknown field, or
+    /// only one of minCTAs/maxCTAs.
+    pub fn encode(&self, version: Version) -> Result<ConfigBuffer, Error> {
+        let size = config_size(version).ok_or(Error::Unsupported {
+            symbol: "ncclConfig_t",
+            needs: "2.14.0".to_string(),
+            loaded: version.to_string(),
+        })?;
+        let mut buf = ConfigBuffer { words: [0; MAX_CONFIG / 8], len: size, strings: Vec::new() };
+        buf.put_u64(0, size as u64);
+        buf.put_u32(8, MAGIC);
+        buf.put_u32(12, version.code() as u32);
+        for field in FIELDS.iter().filter(|f| f.offset + 8 <= size || (f.kind == Kind::Int && f.offset + 4 <= size)) {
+            if field.since <= version {
+                match field.kind {
+                    Kind::Int => buf.put_u32(field.offset, UNDEF_INT as u32),
+                    Kind::Ptr => buf.put_u64(field.offset, 0),
+                }
+            }
+        }
+        let has = |n: &str| self.ints.iter().any(|(f, _)| *f == n);
+        if has("minCTAs") != has("maxCTAs") {
+            return Err(Error::InvalidArgument { what: "minCTAs and maxCTAs must be set together" });
+        }
+        let find = |name: &str| FIELDS.iter().find(|f| f.name == name);
+        let known = |field: &FieldInfo| -> Result<(), Error> {
+            if field.since > version || field.offset >= size {
+                return Err(Error::Unsupported { symbol: field.name, needs: field.since.to_string(), loaded: version.to_string() });
+            }
+            Ok(())
+        };
+        for (name, value) in &self.ints {
+            let field = find(name).ok_or(Error::InvalidArgument { what: "unknown ncclConfig_t field" })?;
+            known(field)?;
+            buf.put_u32(field.offset, *value as u32);
+        }
+        for (name, value) in [("netName", &self.net_name), ("commName", &self.comm_name)] {
+            if let Some(s) = value {
+                let field = find(name).expect("pointer fields are in FIELDS");
+                known(field)?;
+                let c = CString::new(s.as_str()).map_err(|_| Error::InvalidArgument { what: "config string contains a NUL byte" })?;
+                buf.put_u64(field.offset, c.as_ptr() as u64);
+                buf.strings.push(c);
+            }
+        }
+        Ok(buf)
+    }
+}
+
+/// An encoded `ncclConfig_t`, with the strings it points to. Keep it alive for the call.
+#[derive(Debug)]
+pub struct ConfigBuffer {
+    words: [u64; MAX_CONFIG / 8],
+    len: usize,
+    strings: Vec<CString>,
+}
+
+impl ConfigBuffer {
+    fn put_u32(&mut self, off: usize, v: u32) {
+        let bytes = self.bytes_mut();
+        bytes[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    fn put_u64(&mut self, off: usize, v: u64) {
+        let bytes = self.bytes_mut();
+        bytes[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the words array is MAX_CONFIG plain bytes.
+        unsafe { core::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), MAX_CONFIG) }
+    }
+
+    /// The bytes NCCL will read (`size` of them).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: as in bytes_mut; len <= MAX_CONFIG.
+        unsafe { core::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// Pointer to pass as `ncclConfig_t *` (8-aligned).
+    pub fn as_ptr(&mut self) -> *mut core::ffi::c_void {
+        self.words.as_mut_ptr().cast()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn word(b: &[u8], off: usize) -> u32 {
+        u32::from_ne_bytes(b[off..off + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn header_and_defaults_follow_the_loaded_version() {
+        let c = Config::new().blocking(false).encode(Version::new(2, 18, 3)).unwrap();
+        let b = c.as_bytes();
+        assert_eq!(b.len(), 48);
+        assert_eq!(u64::from_ne_bytes(b[0..8].try_into().unwrap()), 48);
+        assert_eq!(word(b, 8), MAGIC);
+        assert_eq!(word(b, 12), 21803);
+        assert_eq!(word(b, 16), 0);
+        assert_eq!(word(b, 20), UNDEF_INT as u32);
+        assert_eq!(word(b, 40), UNDEF_INT as u32);
+        // trafficClass (2.26) sits in 2.18's tail padding: left zero, not UNDEF.
+        assert_eq!(word(b, 44), 0);
+    }
+
+    #[test]
+    fn fields_the_library_does_not_know_are_refused() {
+        let err = Config::new().comm_name("x").encode(Version::new(2, 18, 3)).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { symbol: "commName", .. }), "{err}");
+        let err = Config::new().traffic_class(3).encode(Version::new(2, 19, 3)).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { symbol: "trafficClass", .. }), "{err}");
+        assert!(Config::new().encode(Version::new(2, 13, 4)).is_err());
+        let err = Config::new().field("minCTAs", 4).encode(Version::new(2, 20, 0)).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }));
+        assert!(Config::new().ctas(4, 8).encode(Version::new(2, 20, 0)).is_ok());
+        assert!(Config::new().field("noSuchField", 1).encode(Version::new(2, 28, 3)).is_err());
+        assert!(Config::new().net_name("a\0b").encode(Version::new(2, 28, 3)).is_err());
+    }
+
+    #[test]
+    fn strings_point_into_the_buffer_owned_copies() {
+        let c = Config::new().net_name("IB").comm_name("trainer").encode(Version::new(2, 28, 3)).unwrap();
+        let b = c.as_bytes();
+        assert_eq!(b.len(), 80);
+        let p = u64::from_ne_bytes(b[32..40].try_into().unwrap()) as *const std::ffi::c_char;
+        // SAFETY: points to a CString owned by `c`.
+        assert_eq!(unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap(), "IB");
+    }
+}

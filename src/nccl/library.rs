@@ -1,0 +1,517 @@
+//! Finding, loading and describing an NCCL (or RCCL) library, and its version-adaptive symbol
+//! table: every known symbol resolved to an optional entry with its call plan prepared once.
+
+use core::ffi::c_void;
+use core::fmt;
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+
+use crate::nccl::types::NcclResult;
+use crate::{Abi, Aggregate, CallPlan, Error, Signature, Type};
+
+/// Environment variable naming the library to load, ahead of every other candidate but an
+/// explicit path.
+pub const LIBRARY_ENV: &str = "NCCL_TRAMPOLINE_LIBRARY";
+
+/// An NCCL version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    /// Major.
+    pub major: u32,
+    /// Minor.
+    pub minor: u32,
+    /// Patch.
+    pub patch: u32,
+}
+
+impl Version {
+    /// A version from its parts.
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
+        Version { major, minor, patch }
+    }
+
+    /// Decodes `ncclGetVersion`'s code: `X*1000 + Y*100 + Z` up to 2.8, `X*10000 + Y*100 + Z`
+    /// from 2.9 on (told apart by `code >= 10000`).
+    pub fn from_code(code: i32) -> Option<Self> {
+        let c = u32::try_from(code).ok()?;
+        let (major, rest) = if c >= 10000 { (c / 10000, c % 10000) } else { (c / 1000, c % 1000) };
+        (major > 0).then_some(Version { major, minor: rest / 100, patch: rest % 100 })
+    }
+
+    /// The `NCCL_VERSION_CODE` of this version, as the library's header would define it.
+    pub fn code(self) -> i32 {
+        let v = if self.major <= 2 && self.minor <= 8 {
+            self.major * 1000 + self.minor * 100 + self.patch
+        } else {
+            self.major * 10000 + self.minor * 100 + self.patch
+        };
+        v as i32
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// Which library family is loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// NVIDIA NCCL.
+    Nccl,
+    /// AMD RCCL (same ABI; `hipStream_t` streams; spells `ncclAllToAll`).
+    Rccl,
+}
+
+/// Where a candidate library came from, in discovery order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A path given by the caller.
+    Explicit,
+    /// The `NCCL_TRAMPOLINE_LIBRARY` environment variable.
+    Environment,
+    /// An NCCL or RCCL already mapped into this process.
+    AlreadyLoaded,
+    /// The active Python environment's `nvidia/nccl/lib/libnccl.so.2`.
+    PythonEnvironment,
+    /// The system loader's search, by soname.
+    System,
+}
+
+/// A library the loader may try.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// Where it came from.
+    pub source: Source,
+    /// A path, or a bare soname for the system loader.
+    pub path: PathBuf,
+}
+
+/// Symbols the facade knows, with the NCCL version that introduced each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+#[allow(missing_docs)]
+pub enum Sym {
+    GetVersion,
+    GetUniqueId,
+    CommInitRank,
+    CommInitAll,
+    CommDestroy,
+    CommCount,
+    CommCuDevice,
+    CommUserRank,
+    GetErrorString,
+    Reduce,
+    Broadcast,
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    GroupStart,
+    GroupEnd,
+    CommAbort,
+    CommGetAsyncError,
+    Send,
+    Recv,
+    RedOpCreatePreMulSum,
+    RedOpDestroy,
+    GetLastError,
+    CommInitRankConfig,
+    CommFinalize,
+    CommSplit,
+    MemAlloc,
+    MemFree,
+    CommRegister,
+    CommDeregister,
+    CommShrink,
+    CommWindowRegister,
+    CommWindowDeregister,
+    AlltoAll,
+    Gather,
+    Scatter,
+}
+
+/// Argument shapes, spelled compactly in the table below.
+#[derive(Clone, Copy)]
+enum A {
+    /// Any pointer (handles, buffers, streams, out-pointers).
+    P,
+    /// `int` and the C enums.
+    I,
+    /// `size_t`.
+    Z,
+    /// `ncclUniqueId` by value.
+    Id,
+}
+
+struct SymInfo {
+    sym: Sym,
+    name: &'static str,
+    since: Version,
+    args: &'static [A],
+}
+
+const fn v(major: u32, minor: u32, patch: u32) -> Version {
+    Version::new(major, minor, patch)
+}
+
+use A::{Id, I, P, Z};
+
+/// Every known symbol: name, first NCCL version that has it, argument shapes. All return
+/// `ncclResult_t` except `ncclGetErrorString` and `ncclGetLastError` (`const char *`).
+const SYMBOLS: &[SymInfo] = &[
+    SymInfo { sym: Sym::GetVersion, name: "ncclGetVersion", since: v(2, 0, 0), args: &[P] },
+    SymInfo { sym: Sym::GetUniqueId, name: "ncclGetUniqueId", since: v(2, 0, 0), args: &[P] },
+    SymInfo { sym: Sym::CommInitRank, name: "ncclCommInitRank", since: v(2, 0, 0), args: &[P, I, Id, I] },
+    SymInfo { sym: Sym::CommInitAll, name: "ncclCommInitAll", since: v(2, 0, 0), args: &[P, I, P] },
+    SymInfo { sym: Sym::CommDestroy, name: "ncclCommDestroy", since: v(2, 0, 0), args: &[P] },
+    SymInfo { sym: Sym::CommCount, name: "ncclCommCount", since: v(2, 0, 0), args: &[P, P] },
+    SymInfo { sym: Sym::CommCuDevice, name: "ncclCommCuDevice", since: v(2, 0, 0), args: &[P, P] },
+    SymInfo { sym: Sym::CommUserRank, name: "ncclCommUserRank", since: v(2, 0, 0), args: &[P, P] },
+    SymInfo { sym: Sym::GetErrorString, name: "ncclGetErrorString", since: v(2, 0, 0), args: &[I] },
+    SymInfo { sym: Sym::Reduce, name: "ncclReduce", since: v(2, 0, 0), args: &[P, P, Z, I, I, I, P, P] },
+    SymInfo { sym: Sym::Broadcast, name: "ncclBroadcast", since: v(2, 0, 0), args: &[P, P, Z, I, I, P, P] },
+    SymInfo { sym: Sym::AllReduce, name: "ncclAllReduce", since: v(2, 0, 0), args: &[P, P, Z, I, I, P, P] },
+    SymInfo { sym: Sym::ReduceScatter, name: "ncclReduceScatter", since: v(2, 0, 0), args: &[P, P, Z, I, I, P, P] },
+    SymInfo { sym: Sym::AllGather, name: "ncclAllGather", since: v(2, 0, 0), args: &[P, P, Z, I, P, P] },
+    SymInfo { sym: Sym::GroupStart, name: "ncclGroupStart", since: v(2, 0, 0), args: &[] },
+    SymInfo { sym: Sym::GroupEnd, name: "ncclGroupEnd", since: v(2, 0, 0), args: &[] },
+    SymInfo { sym: Sym::CommAbort, name: "ncclCommAbort", since: v(2, 4, 2), args: &[P] },
+    SymInfo { sym: Sym::CommGetAsyncError, name: "ncclCommGetAsyncError", since: v(2, 4, 2), args: &[P, P] },
+    SymInfo { sym: Sym::Send, name: "ncclSend", since: v(2, 7, 3), args: &[P, Z, I, I, P, P] },
+    SymInfo { sym: Sym::Recv, name: "ncclRecv", since: v(2, 7, 3), args: &[P, Z, I, I, P, P] },
+    SymInfo { sym: Sym::RedOpCreatePreMulSum, name: "ncclRedOpCreatePreMulSum", since: v(2, 11, 4), args: &[P, P, I, I, P] },
+    SymInfo { sym: Sym::RedOpDestroy, name: "ncclRedOpDestroy", since: v(2, 11, 4), args: &[I, P] },
+    SymInfo { sym: Sym::GetLastError, name: "ncclGetLastError", since: v(2, 13, 4), args: &[P] },
+    SymInfo { sym: Sym::CommInitRankConfig, name: "ncclCommInitRankConfig", since: v(2, 14, 3), args: &[P, I, Id, I, P] },
+    SymInfo { sym: Sym::CommFinalize, name: "ncclCommFinalize", since: v(2, 14, 3), args: &[P] },
+    SymInfo { sym: Sym::CommSplit, name: "ncclCommSplit", since: v(2, 18, 1), args: &[P, I, I, P, P] },
+    SymInfo { sym: Sym::MemAlloc, name: "ncclMemAlloc", since: v(2, 19, 1), args: &[P, Z] },
+    SymInfo { sym: Sym::MemFree, name: "ncclMemFree", since: v(2, 19, 1), args: &[P] },
+    SymInfo { sym: Sym::CommRegister, name: "ncclCommRegister", since: v(2, 19, 1), args: &[P, P, Z, P] },
+    SymInfo { sym: Sym::CommDeregister, name: "ncclCommDeregister", since: v(2, 19, 1), args: &[P, P] },
+    SymInfo { sym: Sym::CommShrink, name: "ncclCommShrink", since: v(2, 27, 3), args: &[P, P, I, P, P, I] },
+    SymInfo { sym: Sym::CommWindowRegister, name: "ncclCommWindowRegister", since: v(2, 27, 3), args: &[P, P, Z, P, I] },
+    SymInfo { sym: Sym::CommWindowDeregister, name: "ncclCommWindowDeregister", since: v(2, 27, 3), args: &[P, P] },
+    SymInfo { sym: Sym::AlltoAll, name: "ncclAlltoAll", since: v(2, 28, 3), args: &[P, P, Z, I, P, P] },
+    SymInfo { sym: Sym::Gather, name: "ncclGather", since: v(2, 28, 3), args: &[P, P, Z, I, I, P, P] },
+    SymInfo { sym: Sym::Scatter, name: "ncclScatter", since: v(2, 28, 3), args: &[P, P, Z, I, I, P, P] },
+];
+
+const SYMBOL_COUNT: usize = Sym::Scatter as usize + 1;
+static_assertions::const_assert_eq!(SYMBOLS.len(), SYMBOL_COUNT);
+
+fn info(sym: Sym) -> &'static SymInfo {
+    let i = &SYMBOLS[sym as usize];
+    debug_assert_eq!(i.sym, sym, "SYMBOLS is in Sym order");
+    i
+}
+
+fn signature(info: &SymInfo) -> Result<Signature, Error> {
+    let id = Type::Aggregate(Aggregate::builder().array(Type::I8, crate::nccl::types::UNIQUE_ID_BYTES).build()?);
+    let args = info
+        .args
+        .iter()
+        .map(|a| match a {
+            P => Type::Pointer,
+            I => Type::I32,
+            Z => Type::U64,
+            Id => id.clone(),
+        })
+        .collect();
+    let ret = match info.sym {
+        Sym::GetErrorString | Sym::GetLastError => Type::Pointer,
+        _ => Type::I32,
+    };
+    Signature::new(args, Some(ret))
+}
+
+struct Entry {
+    func: *const c_void,
+    plan: CallPlan,
+}
+
+/// A loaded NCCL or RCCL: its path, version and symbol table.
+///
+/// `Nccl` is `Send` and `Sync`: after loading it holds only immutable function addresses and
+/// plans, and NCCL's API may be entered from any thread. Per-communicator rules (one thread at
+/// a time, groups per thread) are enforced by [`Communicator`](crate::nccl::Communicator) and
+/// [`Group`](crate::nccl::Group).
+pub struct Nccl {
+    entries: Vec<Option<Entry>>,
+    path: PathBuf,
+    version: Version,
+    flavor: Flavor,
+    // Last field: dropped after the entries that point into it.
+    _lib: libloading::Library,
+}
+
+// SAFETY: see the type's documentation; the raw pointers are code addresses that never change.
+unsafe impl Send for Nccl {}
+// SAFETY: as above; no method mutates the table.
+unsafe impl Sync for Nccl {}
+
+impl fmt::Debug for Nccl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Nccl").field("path", &self.path).field("version", &self.version).field("flavor", &self.flavor).finish()
+    }
+}
+
+impl Nccl {
+    /// Loads the first candidate of the discovery order that loads:
+    /// `NCCL_TRAMPOLINE_LIBRARY`; an NCCL/RCCL already loaded in the process; the active Python
+    /// environment's `nvidia/nccl/lib/libnccl.so.2` (`VIRTUAL_ENV`, then `CONDA_PREFIX`);
+    /// the system loader with `libnccl.so.2`, `libnccl.so`, then `librccl.so.1`. On failure the
+    /// error lists every candidate and why it failed.
+    pub fn load() -> Result<Nccl, Error> {
+        Self::load_first(&Self::candidates())
+    }
+
+    /// Loads the library at `path` (the explicit first step of the discovery order).
+    pub fn load_from(path: impl AsRef<Path>) -> Result<Nccl, Error> {
+        Self::load_first(&[Candidate { source: Source::Explicit, path: path.as_ref().to_path_buf() }])
+    }
+
+    /// The candidates of the discovery order, in order (without an explicit path). The first
+    /// that loads is chosen; the ones after it are shadowed.
+    pub fn candidates() -> Vec<Candidate> {
+        let mut out = Vec::new();
+        if let Some(p) = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty()) {
+            out.push(Candidate { source: Source::Environment, path: PathBuf::from(p) });
+        }
+        for p in already_loaded() {
+            out.push(Candidate { source: Source::AlreadyLoaded, path: p });
+        }
+        for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+            if let Some(prefix) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+                for p in python_site_nccl(Path::new(&prefix)) {
+                    out.push(Candidate { source: Source::PythonEnvironment, path: p });
+                }
+            }
+        }
+        for soname in ["libnccl.so.2", "libnccl.so", "librccl.so.1"] {
+            out.push(Candidate { source: Source::System, path: PathBuf::from(soname) });
+        }
+        out
+    }
+
+    fn load_first(candidates: &[Candidate]) -> Result<Nccl, Error> {
+        if Abi::native().is_none() {
+            return Err(Error::UnsupportedTarget { target: crate::engine::TARGET });
+        }
+        let mut tried = Vec::new();
+        for c in candidates {
+            match Self::open(c) {
+                Ok(n) => return Ok(n),
+                Err(e) => tried.push(format!("{} ({:?}): {e}", c.path.display(), c.source)),
+            }
+        }
+        Err(Error::LibraryNotFound { tried })
+    }
+
+    fn open(c: &Candidate) -> Result<Nccl, Error> {
+        // SAFETY: loading runs the library's initialisers; NCCL's and RCCL's are safe to run
+        // in any process. The caller chose (or let us choose) the library to trust.
+        let lib = unsafe { libloading::Library::new(&c.path) }.map_err(|e| Error::LibraryLoad { reason: e.to_string() })?;
+        let mut entries = Vec::with_capacity(SYMBOL_COUNT);
+        let flavor = if c.path.to_string_lossy().contains("rccl") { Flavor::Rccl } else { Flavor::Nccl };
+        for info in SYMBOLS {
+            let mut name = info.name;
+            if flavor == Flavor::Rccl && info.sym == Sym::AlltoAll {
+                name = "ncclAllToAll";
+            }
+            let mut cname = name.as_bytes().to_vec();
+            cname.push(0);
+            // SAFETY: only the address is read; it is called through a plan built from the
+            // symbol's prototype in SYMBOLS.
+            let func = unsafe { lib.get::<*const c_void>(&cname) }.ok().map(|s| *s).filter(|p| !p.is_null());
+            let entry = match func {
+                Some(func) => Some(Entry { func, plan: CallPlan::new(&signature(info)?)? }),
+                None => None,
+            };
+            entries.push(entry);
+        }
+        let path = resolved_path(&c.path, &entries).unwrap_or_else(|| c.path.clone());
+        let mut nccl = Nccl { entries, path, version: Version::new(0, 0, 0), flavor, _lib: lib };
+        let mut code = 0i32;
+        let r = nccl.raw(Sym::GetVersion, &[crate::arg(&(&mut code as *mut i32))])?;
+        if !r.is_success() {
+            return Err(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()));
+        }
+        nccl.version = Version::from_code(code).ok_or(Error::LibraryLoad { reason: format!("ncclGetVersion gave {code}") })?;
+        Ok(nccl)
+    }
+
+    /// The file the library was loaded from (resolved through the loader where it can be).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The version `ncclGetVersion` reported.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// NCCL or RCCL.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
+    /// True if the loaded library exports `name` (a C symbol name such as `"ncclCommSplit"`).
+    pub fn has(&self, name: &str) -> bool {
+        SYMBOLS.iter().any(|i| i.name == name && self.entries[i.sym as usize].is_some())
+    }
+
+    /// Known symbols the loaded library lacks, with the version that introduced each.
+    pub fn missing_symbols(&self) -> Vec<(&'static str, Version)> {
+        SYMBOLS.iter().filter(|i| self.entries[i.sym as usize].is_none()).map(|i| (i.name, i.since)).collect()
+    }
+
+    /// `ncclGetErrorString`: NCCL's text for a result code.
+    pub fn error_string(&self, code: NcclResult) -> Result<String, Error> {
+        let p = self.call_ptr(Sym::GetErrorString, &[crate::arg(&code.0)])?;
+        Ok(c_string(p).unwrap_or_default())
+    }
+
+    /// `ncclGetLastError(NULL)`: the last error text NCCL recorded on this thread, if any.
+    pub fn last_error(&self) -> Result<Option<String>, Error> {
+        self.last_error_for(core::ptr::null_mut())
+    }
+
+    pub(crate) fn last_error_for(&self, comm: *mut c_void) -> Result<Option<String>, Error> {
+        let p = self.call_ptr(Sym::GetLastError, &[crate::arg(&comm)])?;
+        Ok(c_string(p).filter(|s| !s.is_empty()))
+    }
+
+    /// `ncclGetUniqueId`: a fresh id for one new communicator (call it on one rank, send the
+    /// bytes to the others).
+    pub fn unique_id(&self) -> Result<crate::nccl::UniqueId, Error> {
+        let mut id = crate::nccl::UniqueId::zeroed();
+        let p: *mut crate::nccl::UniqueId = &mut id;
+        self.check(Sym::GetUniqueId, &[crate::arg(&p)], core::ptr::null_mut())?;
+        Ok(id)
+    }
+
+    fn entry(&self, sym: Sym) -> Result<&Entry, Error> {
+        self.entries[sym as usize].as_ref().ok_or_else(|| {
+            let i = info(sym);
+            Error::Unsupported { symbol: i.name, needs: i.since.to_string(), loaded: self.version.to_string() }
+        })
+    }
+
+    /// Calls `sym` (an `ncclResult_t` function) with `args` and returns its raw result.
+    pub(crate) fn raw(&self, sym: Sym, args: &[*const c_void]) -> Result<NcclResult, Error> {
+        let e = self.entry(sym)?;
+        let mut r = 0i32;
+        // SAFETY: the plan was built from this symbol's prototype (SYMBOLS); callers pass
+        // pointers to values of the prototype's argument types.
+        unsafe { e.plan.call(e.func, args, (&mut r as *mut i32).cast())? };
+        Ok(NcclResult(r))
+    }
+
+    fn call_ptr(&self, sym: Sym, args: &[*const c_void]) -> Result<*const core::ffi::c_char, Error> {
+        let e = self.entry(sym)?;
+        let mut r: *const core::ffi::c_char = core::ptr::null();
+        // SAFETY: as in `raw`; these symbols return `const char *`.
+        unsafe { e.plan.call(e.func, args, (&mut r as *mut *const core::ffi::c_char).cast())? };
+        Ok(r)
+    }
+
+    /// Calls `sym` and turns anything but success (or `ncclInProgress`, a state of non-blocking
+    /// communicators) into [`Error::Nccl`] with NCCL's own texts.
+    pub(crate) fn check(&self, sym: Sym, args: &[*const c_void], comm: *mut c_void) -> Result<(), Error> {
+        let r = self.raw(sym, args)?;
+        if r.is_success() || r == NcclResult::IN_PROGRESS {
+            Ok(())
+        } else {
+            Err(self.failure(sym, r, comm))
+        }
+    }
+
+    pub(crate) fn failure(&self, sym: Sym, r: NcclResult, comm: *mut c_void) -> Error {
+        let name = match r.name() {
+            Some(n) => n.to_string(),
+            None => self.error_string(r).unwrap_or_else(|_| "unknown result".to_string()),
+        };
+        let last_error = self.last_error_for(comm).ok().flatten().unwrap_or_default();
+        Error::Nccl { function: info(sym).name, code: r.0, name, last_error }
+    }
+}
+
+fn c_string(p: *const core::ffi::c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: NCCL returns NUL-terminated static (or thread-local) strings.
+    Some(unsafe { CStr::from_ptr(p.cast()) }.to_string_lossy().into_owned())
+}
+
+/// NCCL or RCCL objects already mapped into this process (from `/proc/self/maps`).
+fn already_loaded() -> Vec<PathBuf> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in maps.lines() {
+        let Some(path) = line.split_whitespace().nth(5) else { continue };
+        let file = Path::new(path).file_name().and_then(|f| f.to_str()).unwrap_or("");
+        if (file.starts_with("libnccl.so") || file.starts_with("librccl.so")) && !out.iter().any(|p| p == Path::new(path)) {
+            out.push(PathBuf::from(path));
+        }
+    }
+    out
+}
+
+/// `<prefix>/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2`.
+fn python_site_nccl(prefix: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(dirs) = std::fs::read_dir(prefix.join("lib")) else { return out };
+    let mut dirs: Vec<PathBuf> = dirs.filter_map(|d| d.ok().map(|d| d.path())).collect();
+    dirs.sort();
+    for d in dirs {
+        if d.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with("python")) {
+            let p = d.join("site-packages/nvidia/nccl/lib/libnccl.so.2");
+            if p.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// For a bare soname, the file the loader actually mapped (so `path()` names a real file).
+fn resolved_path(requested: &Path, entries: &[Option<Entry>]) -> Option<PathBuf> {
+    if requested.components().count() > 1 {
+        return None;
+    }
+    let func = entries[Sym::GetVersion as usize].as_ref()?.func as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        let mut parts = line.split_whitespace();
+        let (lo, hi) = parts.next()?.split_once('-')?;
+        let (lo, hi) = (usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?);
+        (lo <= func && func < hi).then(|| parts.nth(4).map(PathBuf::from)).flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_version_formulas_decode() {
+        assert_eq!(Version::from_code(2708), Some(Version::new(2, 7, 8)));
+        assert_eq!(Version::from_code(21803), Some(Version::new(2, 18, 3)));
+        assert_eq!(Version::from_code(23203), Some(Version::new(2, 32, 3)));
+        assert_eq!(Version::from_code(0), None);
+        assert_eq!(Version::from_code(-5), None);
+        assert_eq!(Version::new(2, 18, 3).code(), 21803);
+        assert_eq!(Version::new(2, 7, 8).code(), 2708);
+    }
+
+    #[test]
+    fn every_symbol_has_a_plan_shape() {
+        for (i, s) in SYMBOLS.iter().enumerate() {
+            assert_eq!(s.sym as usize, i, "{} out of order", s.name);
+            signature(s).unwrap();
+        }
+    }
+}

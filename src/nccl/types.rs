@@ -1,0 +1,222 @@
+//! NCCL's C types as Rust types: open newtypes for the enums that grow between releases, the
+//! unique id, and the mapping from Rust scalars to NCCL data types.
+
+use core::fmt;
+
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
+
+use crate::Error;
+
+/// `ncclResult_t`: an open newtype, so a code from a newer NCCL is kept, never mistaken for
+/// success.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NcclResult(pub i32);
+
+impl NcclResult {
+    /// `ncclSuccess`.
+    pub const SUCCESS: Self = Self(0);
+    /// `ncclUnhandledCudaError`.
+    pub const UNHANDLED_CUDA_ERROR: Self = Self(1);
+    /// `ncclSystemError`.
+    pub const SYSTEM_ERROR: Self = Self(2);
+    /// `ncclInternalError`.
+    pub const INTERNAL_ERROR: Self = Self(3);
+    /// `ncclInvalidArgument`.
+    pub const INVALID_ARGUMENT: Self = Self(4);
+    /// `ncclInvalidUsage`.
+    pub const INVALID_USAGE: Self = Self(5);
+    /// `ncclRemoteError` (2.13).
+    pub const REMOTE_ERROR: Self = Self(6);
+    /// `ncclInProgress` (2.14): a non-blocking operation is still running; a state, not a failure.
+    pub const IN_PROGRESS: Self = Self(7);
+    /// `ncclTimeout` (2.30.3).
+    pub const TIMEOUT: Self = Self(8);
+
+    /// The C name of a known code.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            0 => "ncclSuccess",
+            1 => "ncclUnhandledCudaError",
+            2 => "ncclSystemError",
+            3 => "ncclInternalError",
+            4 => "ncclInvalidArgument",
+            5 => "ncclInvalidUsage",
+            6 => "ncclRemoteError",
+            7 => "ncclInProgress",
+            8 => "ncclTimeout",
+            _ => return None,
+        })
+    }
+
+    /// True for `ncclSuccess` only.
+    pub fn is_success(self) -> bool {
+        self == Self::SUCCESS
+    }
+}
+
+impl fmt::Debug for NcclResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}"),
+            None => write!(f, "NcclResult({})", self.0),
+        }
+    }
+}
+
+/// `ncclDataType_t`: an open newtype.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DataType(pub i32);
+
+impl DataType {
+    /// `ncclInt8`.
+    pub const INT8: Self = Self(0);
+    /// `ncclUint8`.
+    pub const UINT8: Self = Self(1);
+    /// `ncclInt32`.
+    pub const INT32: Self = Self(2);
+    /// `ncclUint32`.
+    pub const UINT32: Self = Self(3);
+    /// `ncclInt64`.
+    pub const INT64: Self = Self(4);
+    /// `ncclUint64`.
+    pub const UINT64: Self = Self(5);
+    /// `ncclFloat16`.
+    pub const FLOAT16: Self = Self(6);
+    /// `ncclFloat32`.
+    pub const FLOAT32: Self = Self(7);
+    /// `ncclFloat64`.
+    pub const FLOAT64: Self = Self(8);
+    /// `ncclBfloat16` (2.10).
+    pub const BFLOAT16: Self = Self(9);
+    /// `ncclFloat8e4m3` (2.24).
+    pub const FLOAT8_E4M3: Self = Self(10);
+    /// `ncclFloat8e5m2` (2.24).
+    pub const FLOAT8_E5M2: Self = Self(11);
+
+    /// Bytes per element of a known type.
+    pub fn size(self) -> Option<usize> {
+        Some(match self.0 {
+            0 | 1 | 10 | 11 => 1,
+            6 | 9 => 2,
+            2 | 3 | 7 => 4,
+            4 | 5 | 8 => 8,
+            _ => return None,
+        })
+    }
+}
+
+/// `ncclRedOp_t`: an open newtype; ids from 5 up are handed out at run time by
+/// [`Communicator::create_pre_mul_sum`](crate::nccl::Communicator::create_pre_mul_sum).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RedOp(pub i32);
+
+impl RedOp {
+    /// `ncclSum`.
+    pub const SUM: Self = Self(0);
+    /// `ncclProd`.
+    pub const PROD: Self = Self(1);
+    /// `ncclMax`.
+    pub const MAX: Self = Self(2);
+    /// `ncclMin`.
+    pub const MIN: Self = Self(3);
+    /// `ncclAvg` (2.10).
+    pub const AVG: Self = Self(4);
+}
+
+/// `ncclScalarResidence_t`: where a PreMulSum scalar lives.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ScalarResidence(pub i32);
+
+impl ScalarResidence {
+    /// `ncclScalarDevice`: the scalar is in device memory and read when the collective runs.
+    pub const DEVICE: Self = Self(0);
+    /// `ncclScalarHostImmediate`: the scalar is read from host memory when the op is created.
+    pub const HOST_IMMEDIATE: Self = Self(1);
+}
+
+/// A Rust element type NCCL can reduce. Implemented for the integer and float scalars; 16-bit
+/// floats and FP8 are passed through the raw entry points with [`DataType`] directly.
+///
+/// # Safety
+///
+/// `DATA_TYPE` must describe `Self` exactly (size and representation).
+pub unsafe trait NcclScalar: Copy + 'static {
+    /// The matching NCCL type.
+    const DATA_TYPE: DataType;
+}
+
+macro_rules! scalar {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        // SAFETY: the NCCL type has this Rust type's size and representation.
+        unsafe impl NcclScalar for $t { const DATA_TYPE: DataType = DataType::$d; }
+    )*};
+}
+scalar!(i8 => INT8, u8 => UINT8, i32 => INT32, u32 => UINT32, i64 => INT64, u64 => UINT64, f32 => FLOAT32, f64 => FLOAT64);
+
+/// Bytes in an `ncclUniqueId`.
+pub const UNIQUE_ID_BYTES: usize = 128;
+
+/// `ncclUniqueId`: 128 opaque bytes that begin with the root's bootstrap socket address. A
+/// secret: `Debug` never prints it. A fresh id is needed for every communicator.
+#[repr(C)]
+#[derive(Clone, PartialEq, Eq)]
+pub struct UniqueId {
+    internal: [u8; UNIQUE_ID_BYTES],
+}
+
+assert_eq_size!(UniqueId, [u8; 128]);
+assert_eq_align!(UniqueId, u8);
+const_assert_eq!(UNIQUE_ID_BYTES, 128);
+
+impl UniqueId {
+    /// An id from its bytes (as exchanged between processes). Any length but 128 is an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let internal: [u8; UNIQUE_ID_BYTES] =
+            bytes.try_into().map_err(|_| Error::InvalidUniqueId { len: bytes.len() })?;
+        Ok(UniqueId { internal })
+    }
+
+    /// The 128 bytes, to send to the other ranks.
+    pub fn as_bytes(&self) -> &[u8; UNIQUE_ID_BYTES] {
+        &self.internal
+    }
+
+    pub(crate) fn zeroed() -> Self {
+        UniqueId { internal: [0; UNIQUE_ID_BYTES] }
+    }
+}
+
+impl fmt::Debug for UniqueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("UniqueId(<128 bytes, redacted>)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_id_checks_length_and_hides_bytes() {
+        assert_eq!(UniqueId::from_bytes(&[1; 127]), Err(Error::InvalidUniqueId { len: 127 }));
+        assert_eq!(UniqueId::from_bytes(&[]), Err(Error::InvalidUniqueId { len: 0 }));
+        let id = UniqueId::from_bytes(&[0xAB; 128]).unwrap();
+        assert_eq!(id.as_bytes(), &[0xAB; 128]);
+        let shown = format!("{id:?}");
+        assert!(!shown.contains("171") && !shown.to_lowercase().contains("ab,"), "{shown}");
+    }
+
+    #[test]
+    fn unknown_codes_stay_unknown() {
+        assert_eq!(NcclResult(8).name(), Some("ncclTimeout"));
+        assert_eq!(NcclResult(42).name(), None);
+        assert!(!NcclResult(42).is_success());
+        assert_eq!(format!("{:?}", NcclResult(42)), "NcclResult(42)");
+        assert_eq!(DataType::BFLOAT16.size(), Some(2));
+        assert_eq!(DataType(99).size(), None);
+    }
+}
