@@ -4,8 +4,11 @@
 #   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
 #      the embedding examples, clippy;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and examples;
-#   3. `cargo check` for targets without a trampoline (they must build and return Unsupported);
-#   4. the benchmark compiles (it is run by hand: see docs/perf.md).
+#   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
+#      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
+#      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
+#   4. `cargo check` for targets without a trampoline (they must build and return Unsupported);
+#   5. the benchmark compiles (it is run by hand: see docs/perf.md).
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
 # signatures (default seed 0x5eed2026, 10000 signatures); SKIP_INSTALL=1 skips step 0.
 set -euo pipefail
@@ -31,6 +34,8 @@ install() {
     # libffi is the benchmark's comparison point (the `libffi` crate links the system one).
     { [ -e /usr/include/ffi.h ] || [ -e /usr/include/x86_64-linux-gnu/ffi.h ]; } || need+=(libffi-dev)
     command -v pkg-config >/dev/null || need+=(pkg-config)
+    # pip fetches the NCCL wheels.
+    python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
     if [ ${#need[@]} -gt 0 ]; then
         step "apt-get install ${need[*]}"
         as_root apt-get update -qq
@@ -47,6 +52,14 @@ install() {
 [ "${SKIP_INSTALL:-0}" = 1 ] || install
 
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# NCCL's bootstrap (ncclGetUniqueId) listens on loopback only.
+export NCCL_SOCKET_IFNAME=lo
+
+step "real NCCL builds (scripts/fetch-nccl.sh)"
+mapfile -t nccl_libs < <(scripts/fetch-nccl.sh)
+[ ${#nccl_libs[@]} -eq 3 ] || { echo "scripts/fetch-nccl.sh did not produce three libraries" >&2; exit 1; }
+NCCL_NEW_VERSION=${NCCL_NEW:-2.32.3}
+printf '  %s\n' "${nccl_libs[@]}"
 # The test binaries print the fuzz seed and the hardening findings.
 TEST_ARGS=(-- --nocapture)
 
@@ -54,6 +67,10 @@ step "native: build"
 cargo build --all-targets
 step "native: tests (unit, conformance, hardening, doc)"
 cargo test "${TEST_ARGS[@]}"
+step "native: facade against the real libnccl.so.2 ($NCCL_NEW_VERSION and an old build), no GPU"
+NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[0]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
+NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} \
+    cargo test --test real_nccl -- --ignored --nocapture
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
@@ -62,6 +79,9 @@ cargo clippy --all-targets --quiet -- -D warnings
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
+step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
+NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
+    cargo test --target "$AARCH64" --test real_nccl -- --ignored --nocapture
 step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort

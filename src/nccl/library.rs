@@ -310,9 +310,7 @@ impl Nccl {
     }
 
     fn open(c: &Candidate) -> Result<Nccl, Error> {
-        // SAFETY: loading runs the library's initialisers; NCCL's and RCCL's are safe to run
-        // in any process. The caller chose (or let us choose) the library to trust.
-        let lib = unsafe { libloading::Library::new(&c.path) }.map_err(|e| Error::LibraryLoad { reason: e.to_string() })?;
+        let lib = open_pinned(&c.path).map_err(|e| Error::LibraryLoad { reason: e.to_string() })?;
         let mut entries = Vec::with_capacity(SYMBOL_COUNT);
         let flavor = if c.path.to_string_lossy().contains("rccl") { Flavor::Rccl } else { Flavor::Nccl };
         for info in SYMBOLS {
@@ -435,6 +433,26 @@ impl Nccl {
         };
         let last_error = self.last_error_for(comm).ok().flatten().unwrap_or_default();
         Error::Nccl { function: info(sym).name, code: r.0, name, last_error }
+    }
+}
+
+/// Opens a library that is never unmapped: NCCL starts threads (the bootstrap listener of
+/// `ncclGetUniqueId`, proxies) and keeps process-wide state, so unloading it while they run
+/// crashes the process. `RTLD_NODELETE` keeps the code mapped after the last handle drops.
+fn open_pinned(path: &Path) -> Result<libloading::Library, libloading::Error> {
+    #[cfg(unix)]
+    {
+        use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+        /// `RTLD_NODELETE` (glibc and musl, every architecture).
+        const RTLD_NODELETE: core::ffi::c_int = 0x1000;
+        // SAFETY: loading runs the library's initialisers; NCCL's and RCCL's are safe to run
+        // in any process. The caller chose (or let us choose) the library to trust.
+        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) }.map(Into::into)
+    }
+    #[cfg(not(unix))]
+    {
+        // SAFETY: as above; never reached at run time (no trampoline on these targets).
+        unsafe { libloading::Library::new(path) }
     }
 }
 
