@@ -483,6 +483,9 @@ pub struct DeviceAllocation<'n> {
     size: usize,
 }
 
+// SAFETY: device memory from ncclMemAlloc is not tied to a thread; ncclMemFree may run on any.
+unsafe impl Send for DeviceAllocation<'_> {}
+
 impl DeviceAllocation<'_> {
     /// The device pointer.
     pub fn as_ptr(&self) -> *mut c_void {

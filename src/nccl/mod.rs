@@ -25,3 +25,11 @@ pub use comm::{Communicator, CustomRedOp, DeviceAllocation, DeviceBuffer, Device
 pub use config::{config_size, Config, ConfigBuffer};
 pub use library::{Candidate, Flavor, Nccl, Source, Version, LIBRARY_ENV};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
+
+// The thread-safety choices of docs/adr/0007-facade-safety-model.md, kept true at compile time.
+static_assertions::assert_impl_all!(Nccl: Send, Sync);
+static_assertions::assert_impl_all!(Communicator<'static>: Send);
+static_assertions::assert_not_impl_any!(Communicator<'static>: Sync);
+static_assertions::assert_not_impl_any!(Group<'static>: Send, Sync);
+static_assertions::assert_impl_all!(DeviceAllocation<'static>: Send);
+static_assertions::assert_impl_all!(UniqueId: Send, Sync);
