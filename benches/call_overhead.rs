@@ -34,8 +34,7 @@ mod x86_64_linux {
 
     type Ints3Fn = extern "C" fn(i32, i64, i32) -> i64;
     type CommInitRankFn = extern "C" fn(*mut *mut c_void, i32, UniqueId, i32) -> i32;
-    type Reduce8Fn =
-        extern "C" fn(*const c_void, *mut c_void, usize, i32, i32, i32, *mut c_void, *mut c_void) -> i32;
+    type Reduce8Fn = extern "C" fn(*const c_void, *mut c_void, usize, i32, i32, i32, *mut c_void, *mut c_void) -> i32;
 
     #[inline(never)]
     extern "C" fn ints3(a: i32, b: i64, c: i32) -> i64 {
@@ -114,7 +113,8 @@ mod x86_64_linux {
         // SAFETY: ints3 has the planned signature; the arguments are an i32, an i64, an i32.
         let got = unsafe { through_plan::<i64>(&plan, ints3 as *const c_void, &[arg(&a), arg(&b), arg(&x)]) };
         // SAFETY: the cif describes ints3; each Arg points to a value of its type.
-        let ffi: i64 = unsafe { cif.call(CodePtr::from_ptr(ints3 as *const c_void), &[ffi_arg(&a), ffi_arg(&b), ffi_arg(&x)]) };
+        let ffi: i64 =
+            unsafe { cif.call(CodePtr::from_ptr(ints3 as *const c_void), &[ffi_arg(&a), ffi_arg(&b), ffi_arg(&x)]) };
         assert_eq!((got, ffi), (want, want));
 
         let mut g = c.benchmark_group("call/ints3");
@@ -157,7 +157,11 @@ mod x86_64_linux {
         let want = comm_init_rank(comm, nranks, id, rank);
         // SAFETY: comm_init_rank has the planned signature; `id` is a 128-byte UniqueId.
         let got = unsafe {
-            through_plan::<i32>(&plan, comm_init_rank as *const c_void, &[arg(&comm), arg(&nranks), arg(&id), arg(&rank)])
+            through_plan::<i32>(
+                &plan,
+                comm_init_rank as *const c_void,
+                &[arg(&comm), arg(&nranks), arg(&id), arg(&rank)],
+            )
         };
         // libffi widens integer results narrower than a register to a whole `ffi_arg` and
         // writes all 8 bytes: the result buffer must be a u64/i64, then truncated.
@@ -217,7 +221,8 @@ mod x86_64_linux {
         let stream = fake_ptr(0x5555_0000_4560);
 
         let want = reduce8(send, recv, count, datatype, op, root, comm, stream);
-        let args = [arg(&send), arg(&recv), arg(&count), arg(&datatype), arg(&op), arg(&root), arg(&comm), arg(&stream)];
+        let args =
+            [arg(&send), arg(&recv), arg(&count), arg(&datatype), arg(&op), arg(&root), arg(&comm), arg(&stream)];
         // SAFETY: reduce8 has the planned signature; each argument has its planned type.
         let got = unsafe { through_plan::<i32>(&plan, reduce8 as *const c_void, &args) };
         // SAFETY: the cif describes reduce8; i64 result buffer as for comm_init_rank.
@@ -260,8 +265,16 @@ mod x86_64_linux {
                 let (send, recv, count) = (black_box(send), black_box(recv), black_box(count));
                 let (datatype, op, root) = (black_box(datatype), black_box(op), black_box(root));
                 let (comm, stream) = (black_box(comm), black_box(stream));
-                let args =
-                    [arg(&send), arg(&recv), arg(&count), arg(&datatype), arg(&op), arg(&root), arg(&comm), arg(&stream)];
+                let args = [
+                    arg(&send),
+                    arg(&recv),
+                    arg(&count),
+                    arg(&datatype),
+                    arg(&op),
+                    arg(&root),
+                    arg(&comm),
+                    arg(&stream),
+                ];
                 // SAFETY: as in the check above.
                 unsafe { through_plan::<i32>(&plan, f, &args) }
             })

@@ -118,10 +118,16 @@ impl CallPlan {
                 Move::Copy { arg, len, copy } => {
                     Step { kind: StepKind::Bytes, arg, src: 0, len, dst: (copies + copy as usize) as u32 }
                 }
-                Move::CopyAddress { copy, to } => {
-                    Step { kind: StepKind::CopyAddress, arg: 0, src: (copies + copy as usize) as u32, len: 8, dst: dst(to) }
+                Move::CopyAddress { copy, to } => Step {
+                    kind: StepKind::CopyAddress,
+                    arg: 0,
+                    src: (copies + copy as usize) as u32,
+                    len: 8,
+                    dst: dst(to),
+                },
+                Move::ResultAddress { to } => {
+                    Step { kind: StepKind::ResultAddress, arg: 0, src: 0, len: 8, dst: dst(to) }
                 }
-                Move::ResultAddress { to } => Step { kind: StepKind::ResultAddress, arg: 0, src: 0, len: 8, dst: dst(to) },
             })
             .collect();
         let indirect_result = matches!(p.result, ResultPlace::Indirect { via_x8: true });
@@ -411,7 +417,8 @@ mod tests {
         let plan = CallPlan::for_abi(foreign, &sig).unwrap();
         let (a, mut r) = (1i32, 0i32);
         // SAFETY: refused before anything is called.
-        let err = unsafe { plan.call(add as *const c_void, &[arg(&a), arg(&a)], (&mut r as *mut i32).cast()) }.unwrap_err();
+        let err =
+            unsafe { plan.call(add as *const c_void, &[arg(&a), arg(&a)], (&mut r as *mut i32).cast()) }.unwrap_err();
         assert!(matches!(err, Error::AbiMismatch { .. } | Error::UnsupportedTarget { .. }), "{err}");
     }
 

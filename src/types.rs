@@ -349,7 +349,10 @@ mod tests {
         assert!(matches!(Aggregate::builder().field(Type::I8).align(32).build(), Err(Error::InvalidAlignment { .. })));
         let f = |offset, ty| Field { offset, ty, count: 1, align: 4 };
         assert!(matches!(Aggregate::from_fields(8, 4, vec![f(2, Type::I32)]), Err(Error::MisalignedField { .. })));
-        assert!(matches!(Aggregate::from_fields(8, 4, vec![f(4, Type::I32), f(0, Type::I32)]), Err(Error::OverlappingFields { .. })));
+        assert!(matches!(
+            Aggregate::from_fields(8, 4, vec![f(4, Type::I32), f(0, Type::I32)]),
+            Err(Error::OverlappingFields { .. })
+        ));
         assert!(matches!(Aggregate::from_fields(4, 4, vec![f(4, Type::I32)]), Err(Error::FieldOutOfBounds { .. })));
         assert!(matches!(Aggregate::from_fields(6, 4, vec![f(0, Type::I32)]), Err(Error::InvalidSize { .. })));
         assert!(matches!(Aggregate::builder().array(Type::I64, 1 << 20).build(), Err(Error::AggregateTooLarge { .. })));
@@ -368,7 +371,10 @@ mod tests {
 
     #[test]
     fn variadic_arguments_must_be_promoted() {
-        assert!(matches!(Signature::variadic(1, vec![Type::I32, Type::F32], None), Err(Error::VariadicPromotion { index: 1, .. })));
+        assert!(matches!(
+            Signature::variadic(1, vec![Type::I32, Type::F32], None),
+            Err(Error::VariadicPromotion { index: 1, .. })
+        ));
         assert!(matches!(Signature::variadic(0, vec![Type::I32], None), Err(Error::InvalidVariadic { .. })));
         assert!(Signature::variadic(1, vec![Type::I32, Type::F64, Type::I64], None).is_ok());
     }

@@ -23,7 +23,8 @@ fn unique_id() -> Type {
 /// Every shape the issue pins, by name.
 fn pinned_shapes() -> Vec<(&'static str, Signature)> {
     let sig = |args: Vec<Type>, ret: Option<Type>| Signature::new(args, ret).unwrap();
-    let s32 = agg(Aggregate::builder().field(Type::I64).field(Type::F64).field(Type::I32).field(Type::F32).field(Type::I64));
+    let s32 =
+        agg(Aggregate::builder().field(Type::I64).field(Type::F64).field(Type::I32).field(Type::F32).field(Type::I64));
     let i8_i64 = agg(Aggregate::builder().field(Type::I8).field(Type::I64));
     let c_d = agg(Aggregate::builder().field(Type::I8).field(Type::F64));
     let member16 = agg(Aggregate::builder().field_aligned(Type::I64, 16).field(Type::I64));
@@ -43,21 +44,34 @@ fn pinned_shapes() -> Vec<(&'static str, Signature)> {
             "chars_float_char_double",
             sig(vec![Type::I8, Type::I8, Type::I8, Type::I8, Type::I8, Type::F32, c_d.clone()], Some(c_d)),
         ),
-        ("aligned_member_16_on_stack", sig([vec![Type::I64; 9], vec![member16.clone(), Type::I32]].concat(), Some(member16.clone()))),
+        (
+            "aligned_member_16_on_stack",
+            sig([vec![Type::I64; 9], vec![member16.clone(), Type::I32]].concat(), Some(member16.clone())),
+        ),
         ("aligned_member_16_in_registers", sig(vec![Type::I32, member16.clone(), Type::I32], Some(Type::I64))),
-        ("aligned_struct_16_on_stack", sig([vec![Type::I64; 9], vec![struct16.clone(), Type::I32]].concat(), Some(struct16))),
+        (
+            "aligned_struct_16_on_stack",
+            sig([vec![Type::I64; 9], vec![struct16.clone(), Type::I32]].concat(), Some(struct16)),
+        ),
         (
             "aggregate_after_all_registers",
-            sig([vec![Type::I64; 8], vec![Type::F64; 8], vec![long_double.clone(), Type::I32]].concat(), Some(long_double)),
+            sig(
+                [vec![Type::I64; 8], vec![Type::F64; 8], vec![long_double.clone(), Type::I32]].concat(),
+                Some(long_double),
+            ),
         ),
         (
             "variadic_doubles",
-            Signature::variadic(1, vec![Type::I32, Type::F64, Type::I32, Type::F64, Type::F64], Some(Type::F64)).unwrap(),
+            Signature::variadic(1, vec![Type::I32, Type::F64, Type::I32, Type::F64, Type::F64], Some(Type::F64))
+                .unwrap(),
         ),
         ("large_return_24", sig(vec![Type::I32, Type::I64], Some(agg(Aggregate::builder().array(Type::I64, 3))))),
         (
             "large_return_256",
-            sig(vec![Type::F64, Type::I32], Some(agg(Aggregate::builder().array(Type::I32, 60).field(Type::F64).field(Type::F32)))),
+            sig(
+                vec![Type::F64, Type::I32],
+                Some(agg(Aggregate::builder().array(Type::I32, 60).field(Type::F64).field(Type::F32))),
+            ),
         ),
         ("hfa_after_vector_registers", {
             let h3 = agg(Aggregate::builder().array(Type::F32, 3));
@@ -81,15 +95,31 @@ fn pinned_shapes() -> Vec<(&'static str, Signature)> {
 fn nccl_shapes() -> Vec<(&'static str, Signature)> {
     let int = Type::I32;
     vec![
-        ("ncclCommInitRank", Signature::new(vec![Type::Pointer, int.clone(), unique_id(), int.clone()], Some(int.clone())).unwrap()),
+        (
+            "ncclCommInitRank",
+            Signature::new(vec![Type::Pointer, int.clone(), unique_id(), int.clone()], Some(int.clone())).unwrap(),
+        ),
         (
             "ncclCommInitRankConfig",
-            Signature::new(vec![Type::Pointer, int.clone(), unique_id(), int.clone(), Type::Pointer], Some(int.clone())).unwrap(),
+            Signature::new(
+                vec![Type::Pointer, int.clone(), unique_id(), int.clone(), Type::Pointer],
+                Some(int.clone()),
+            )
+            .unwrap(),
         ),
         (
             "ncclReduce",
             Signature::new(
-                vec![Type::Pointer, Type::Pointer, Type::U64, int.clone(), int.clone(), int.clone(), Type::Pointer, Type::Pointer],
+                vec![
+                    Type::Pointer,
+                    Type::Pointer,
+                    Type::U64,
+                    int.clone(),
+                    int.clone(),
+                    int.clone(),
+                    Type::Pointer,
+                    Type::Pointer,
+                ],
                 Some(int),
             )
             .unwrap(),
@@ -143,8 +173,14 @@ fn comm_init_rank_callee_gets_a_private_copy_of_the_id() {
     let mut result = -1i32;
     oracle.rec_reset_public();
     // SAFETY: ncclCommInitRank stand-in with exactly this prototype.
-    unsafe { plan.call(oracle.sym("ncclCommInitRank"), &[arg(&comm), arg(&nranks), arg(&id), arg(&rank)], (&mut result as *mut i32).cast()) }
-        .unwrap();
+    unsafe {
+        plan.call(
+            oracle.sym("ncclCommInitRank"),
+            &[arg(&comm), arg(&nranks), arg(&id), arg(&rank)],
+            (&mut result as *mut i32).cast(),
+        )
+    }
+    .unwrap();
     let rec = oracle.recording_public();
     assert_eq!(&rec[0..8], &comm.to_ne_bytes());
     assert_eq!(&rec[8..12], &nranks.to_ne_bytes());
@@ -182,7 +218,9 @@ fn entry_preserves_every_callee_saved_register() {
     frame.func = oracle.sym("nt_rec_reset");
     // SAFETY: `unsigned nt_check_callee_saved(void (*)(void *), void *)` in callee_saved.S.
     let check = unsafe {
-        std::mem::transmute::<*const c_void, extern "C" fn(*const c_void, *mut CallFrame) -> u64>(oracle.sym("nt_check_callee_saved"))
+        std::mem::transmute::<*const c_void, extern "C" fn(*const c_void, *mut CallFrame) -> u64>(
+            oracle.sym("nt_check_callee_saved"),
+        )
     };
     assert_eq!(check(entry as *const c_void, &mut frame), 0, "bit mask of callee-saved registers the entry changed");
     // The checker itself must see a register that changes (negative control).
@@ -195,11 +233,17 @@ fn random_signatures_match_the_c_compiler() {
         .ok()
         .map(|s| {
             let s = s.trim();
-            s.strip_prefix("0x").map_or_else(|| s.parse(), |h| u64::from_str_radix(h, 16)).expect("NCCL_TRAMPOLINE_FUZZ_SEED: a u64")
+            s.strip_prefix("0x")
+                .map_or_else(|| s.parse(), |h| u64::from_str_radix(h, 16))
+                .expect("NCCL_TRAMPOLINE_FUZZ_SEED: a u64")
         })
         .unwrap_or(0x5eed_2026);
-    let count: usize = std::env::var("NCCL_TRAMPOLINE_FUZZ_COUNT").ok().map_or(10_000, |c| c.parse().expect("NCCL_TRAMPOLINE_FUZZ_COUNT"));
-    eprintln!("random signatures: seed {seed:#x} (NCCL_TRAMPOLINE_FUZZ_SEED), count {count} (NCCL_TRAMPOLINE_FUZZ_COUNT)");
+    let count: usize = std::env::var("NCCL_TRAMPOLINE_FUZZ_COUNT")
+        .ok()
+        .map_or(10_000, |c| c.parse().expect("NCCL_TRAMPOLINE_FUZZ_COUNT"));
+    eprintln!(
+        "random signatures: seed {seed:#x} (NCCL_TRAMPOLINE_FUZZ_SEED), count {count} (NCCL_TRAMPOLINE_FUZZ_COUNT)"
+    );
 
     let mut rng = Rng(seed);
     let sigs: Vec<Signature> = (0..count).map(|_| common::random_signature(&mut rng)).collect();

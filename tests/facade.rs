@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use nccl_trampoline::nccl::{
-    Communicator, Config, DataType, DeviceBuffer, DeviceBufferMut, Flavor, Nccl, RedOp, Source, Stream, UniqueId, Version,
+    Communicator, Config, DataType, DeviceBuffer, DeviceBufferMut, Flavor, Nccl, RedOp, Source, Stream, UniqueId,
+    Version,
 };
 use nccl_trampoline::Error;
 
@@ -180,7 +181,14 @@ fn missing_symbols_are_unsupported_not_panics() {
     assert!(matches!(old.mem_alloc(64), Err(Error::Unsupported { symbol: "ncclMemAlloc", .. })));
     let oldest = Nccl::load_from(fake(2708)).unwrap();
     let err = Communicator::init_rank_config(&oldest, 1, &id(), 0, &Config::new()).unwrap_err();
-    assert!(matches!(err, Error::Unsupported { symbol: "ncclCommInitRankConfig", .. } | Error::Unsupported { symbol: "ncclConfig_t", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Unsupported { symbol: "ncclCommInitRankConfig", .. }
+                | Error::Unsupported { symbol: "ncclConfig_t", .. }
+        ),
+        "{err}"
+    );
     assert!(matches!(oldest.last_error(), Err(Error::Unsupported { symbol: "ncclGetLastError", .. })));
 }
 
@@ -193,7 +201,12 @@ fn failures_carry_function_code_name_and_last_error() {
     let err = Communicator::init_rank(&nccl, 4, &id(), 3).unwrap_err();
     assert_eq!(
         err,
-        Error::Nccl { function: "ncclCommInitRank", code: 4, name: "ncclInvalidArgument".into(), last_error: "rank 7 out of range".into() }
+        Error::Nccl {
+            function: "ncclCommInitRank",
+            code: 4,
+            name: "ncclInvalidArgument".into(),
+            last_error: "rank 7 out of range".into()
+        }
     );
     assert_eq!(err.to_string(), "ncclCommInitRank failed: ncclInvalidArgument (4): rank 7 out of range");
     log.fail_next(42, "from the future");
@@ -227,8 +240,20 @@ fn collectives_pass_every_argument_and_check_lengths_first() {
 
     log.reset();
     // SAFETY: the stand-in only records pointers.
-    unsafe { comm.reduce_raw(0x10 as *const c_void, 0x20 as *mut c_void, 5, DataType::INT64, RedOp::SUM, 1, 0x30 as *mut c_void) }.unwrap();
-    let exp = Expect::default().name("ncclReduce").usize(0x10).usize(0x20).usize(5).i32(4).i32(0).i32(1).i32(1).usize(0x30);
+    unsafe {
+        comm.reduce_raw(
+            0x10 as *const c_void,
+            0x20 as *mut c_void,
+            5,
+            DataType::INT64,
+            RedOp::SUM,
+            1,
+            0x30 as *mut c_void,
+        )
+    }
+    .unwrap();
+    let exp =
+        Expect::default().name("ncclReduce").usize(0x10).usize(0x20).usize(5).i32(4).i32(0).i32(1).i32(1).usize(0x30);
     assert_eq!(log.bytes(), exp.0);
 
     log.reset();
@@ -267,7 +292,10 @@ fn groups_pre_mul_sum_split_and_registration() {
     log.reset();
     nccl.group().unwrap().end().unwrap();
     drop(nccl.group().unwrap());
-    assert_eq!(log.bytes(), Expect::default().name("ncclGroupStart").name("ncclGroupEnd").name("ncclGroupStart").name("ncclGroupEnd").0);
+    assert_eq!(
+        log.bytes(),
+        Expect::default().name("ncclGroupStart").name("ncclGroupEnd").name("ncclGroupStart").name("ncclGroupEnd").0
+    );
     let g = nccl.group().unwrap();
     log.fail_next(5, "mismatched group");
     assert!(matches!(g.end(), Err(Error::Nccl { function: "ncclGroupEnd", code: 5, .. })));
@@ -277,7 +305,15 @@ fn groups_pre_mul_sum_split_and_registration() {
         let op = comm.create_pre_mul_sum(0.5f64).unwrap();
         assert_eq!(op.op(), RedOp(5));
     }
-    let exp = Expect::default().name("ncclRedOpCreatePreMulSum").bytes(&0.5f64.to_ne_bytes()).i32(8).i32(1).i32(0).name("ncclRedOpDestroy").i32(5).i32(0);
+    let exp = Expect::default()
+        .name("ncclRedOpCreatePreMulSum")
+        .bytes(&0.5f64.to_ne_bytes())
+        .i32(8)
+        .i32(1)
+        .i32(0)
+        .name("ncclRedOpDestroy")
+        .i32(5)
+        .i32(0);
     assert_eq!(log.bytes(), exp.0);
 
     assert!(comm.split(-1, 0, None).unwrap().is_none(), "NCCL_SPLIT_NOCOLOR");
@@ -290,7 +326,14 @@ fn groups_pre_mul_sum_split_and_registration() {
         let reg = unsafe { comm.register(0x1000 as *mut c_void, 4096) }.unwrap();
         assert_eq!(reg.as_raw() as usize, 0x4855);
     }
-    let exp = Expect::default().name("ncclCommRegister").i32(0).usize(0x1000).usize(4096).name("ncclCommDeregister").i32(0).usize(0x4855);
+    let exp = Expect::default()
+        .name("ncclCommRegister")
+        .i32(0)
+        .usize(0x1000)
+        .usize(4096)
+        .name("ncclCommDeregister")
+        .i32(0)
+        .usize(0x4855);
     assert_eq!(log.bytes(), exp.0);
     let mem = nccl.mem_alloc(256).unwrap();
     assert_eq!(mem.size(), 256);
@@ -329,7 +372,9 @@ fn discovery_order_and_failures_list_every_candidate() {
 
     let err = Nccl::load_from("/nonexistent/libnccl.so.2").unwrap_err();
     match err {
-        Error::LibraryNotFound { tried } => assert!(tried[0].starts_with("/nonexistent/libnccl.so.2 (Explicit): "), "{tried:?}"),
+        Error::LibraryNotFound { tried } => {
+            assert!(tried[0].starts_with("/nonexistent/libnccl.so.2 (Explicit): "), "{tried:?}")
+        }
         other => panic!("{other}"),
     }
 }

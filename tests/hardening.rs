@@ -37,11 +37,15 @@ struct Expected {
 }
 
 #[cfg(target_arch = "x86_64")]
-const EXPECTED: Expected = Expected { property_note: "x86 feature: IBT, SHSTK", landing_pad: &["endbr64"], objdump: "objdump" };
+const EXPECTED: Expected =
+    Expected { property_note: "x86 feature: IBT, SHSTK", landing_pad: &["endbr64"], objdump: "objdump" };
 
 #[cfg(target_arch = "aarch64")]
-const EXPECTED: Expected =
-    Expected { property_note: "AArch64 feature: BTI, PAC", landing_pad: &["bti", "c"], objdump: "aarch64-linux-gnu-objdump" };
+const EXPECTED: Expected = Expected {
+    property_note: "AArch64 feature: BTI, PAC",
+    landing_pad: &["bti", "c"],
+    objdump: "aarch64-linux-gnu-objdump",
+};
 
 // ---------------------------------------------------------------------------------------------
 // Running the tools.
@@ -56,7 +60,8 @@ fn tool(var: &str, name: &str) -> String {
 /// the child is not reported back to the parent (glibc's vfork-style posix_spawn becomes a
 /// plain fork), so a missing tool would read as a tool that failed without a word.
 fn resolve(program: &str) -> PathBuf {
-    let is_executable = |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    let is_executable =
+        |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
     let found = if program.contains('/') {
         Some(PathBuf::from(program)).filter(|p| is_executable(p))
     } else {
@@ -64,7 +69,9 @@ fn resolve(program: &str) -> PathBuf {
             .and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| is_executable(p)))
     };
     found.unwrap_or_else(|| {
-        panic!("required tool `{program}` not found (PATH or its override variable): install it; this check did not run")
+        panic!(
+            "required tool `{program}` not found (PATH or its override variable): install it; this check did not run"
+        )
     })
 }
 
@@ -75,7 +82,9 @@ fn spawn(program: &str, args: &[&str], cwd: Option<&Path>) -> Output {
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    let out = cmd.output().unwrap_or_else(|e| panic!("required tool `{program}` could not be run ({e}); this check did not run"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("required tool `{program}` could not be run ({e}); this check did not run"));
     // 127 with nothing said: the exec itself failed in the child (see `resolve`).
     assert!(
         !(out.status.code() == Some(127) && out.stdout.is_empty() && out.stderr.is_empty()),
@@ -169,7 +178,8 @@ fn is_global(s: &Symbol) -> bool {
 
 /// The entry points: defined global functions (the entry symbol among them).
 fn entries(symbols: &[Symbol]) -> Vec<Symbol> {
-    let entries: Vec<Symbol> = symbols.iter().filter(|s| is_global(s) && s.kind == "FUNC" && s.ndx != "UND").cloned().collect();
+    let entries: Vec<Symbol> =
+        symbols.iter().filter(|s| is_global(s) && s.kind == "FUNC" && s.ndx != "UND").cloned().collect();
     assert!(
         entries.iter().any(|s| s.name == ENTRY_SYMBOL),
         "{ENTRY_SYMBOL} is not a defined global function in {ARCHIVE}; globals: {:?}",
@@ -208,10 +218,9 @@ fn version_suffix() -> String {
 #[test]
 fn object_has_non_executable_stack_note() {
     for (member, body) in per_member(&readelf(&["-SW"], ARCHIVE)) {
-        let line = body
-            .lines()
-            .find(|l| l.split_whitespace().any(|w| w == ".note.GNU-stack"))
-            .unwrap_or_else(|| panic!("{member}: no .note.GNU-stack section: the linker would make the stack executable\n{body}"));
+        let line = body.lines().find(|l| l.split_whitespace().any(|w| w == ".note.GNU-stack")).unwrap_or_else(|| {
+            panic!("{member}: no .note.GNU-stack section: the linker would make the stack executable\n{body}")
+        });
         // After the name: Type Address Off Size ES [Flg] Lk Inf Al; Flg is absent when empty.
         let after = line.split(".note.GNU-stack").nth(1).unwrap_or_default();
         let t: Vec<&str> = after.split_whitespace().collect();
@@ -248,7 +257,11 @@ fn globals_are_hidden_and_versioned() {
     let entry: Vec<&Symbol> = symbols.iter().filter(|s| s.name == ENTRY_SYMBOL).collect();
     assert_eq!(entry.len(), 1, "{ENTRY_SYMBOL} must be defined exactly once in {ARCHIVE}: {entry:?}");
     let entry = entry[0];
-    assert_eq!((entry.kind.as_str(), entry.bind.as_str(), entry.vis.as_str()), ("FUNC", "GLOBAL", "HIDDEN"), "{entry:?}");
+    assert_eq!(
+        (entry.kind.as_str(), entry.bind.as_str(), entry.vis.as_str()),
+        ("FUNC", "GLOBAL", "HIDDEN"),
+        "{entry:?}"
+    );
     assert_ne!(entry.ndx, "UND", "{entry:?}");
     assert!(entry.size > 0, "{ENTRY_SYMBOL} has no .size: tools cannot tell where it ends: {entry:?}");
 
@@ -264,7 +277,10 @@ fn globals_are_hidden_and_versioned() {
             assert_eq!(s.vis, "HIDDEN", "defined global {} is exported: {s:?}", s.name);
         }
     }
-    println!("hardening: globals {:?}: versioned (_{suffix}), defined ones hidden", globals.iter().map(|s| &s.name).collect::<Vec<_>>());
+    println!(
+        "hardening: globals {:?}: versioned (_{suffix}), defined ones hidden",
+        globals.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
 }
 
 /// (d) The first instruction of every entry is the landing pad (`endbr64` / `bti c`).
@@ -397,7 +413,8 @@ mod bti {
     /// the guarded-page bit.
     fn assert_bti_marked(prog: &str) {
         let notes = readelf(&["-n"], prog);
-        let features: Vec<&str> = notes.lines().filter_map(|l| l.trim().strip_prefix("Properties: AArch64 feature: ")).collect();
+        let features: Vec<&str> =
+            notes.lines().filter_map(|l| l.trim().strip_prefix("Properties: AArch64 feature: ")).collect();
         assert!(
             features.len() == 1 && features[0].split(", ").any(|f| f == "BTI"),
             "{prog} does not carry the BTI property, so BTI would not be enforced:\n{notes}"
@@ -428,7 +445,10 @@ mod bti {
         );
         assert_bti_marked(&prog);
         let notes = readelf(&["-n"], &prog);
-        assert!(notes.contains("AArch64 feature: BTI, PAC"), "all inputs are BTI and PAC, the program must be too:\n{notes}");
+        assert!(
+            notes.contains("AArch64 feature: BTI, PAC"),
+            "all inputs are BTI and PAC, the program must be too:\n{notes}"
+        );
 
         let out = run(&dir, "max", &prog);
         assert_eq!(
@@ -458,8 +478,12 @@ mod bti {
             .skip_while(|l| !l.trim_end().ends_with("<bti_callee>:"))
             .nth(1)
             .unwrap_or_else(|| panic!("no bti_callee in {prog}"));
-        let mnemonic = first.split_once(':').map(|(_, i)| i).unwrap_or_default().split_whitespace().next().unwrap_or_default();
-        assert!(!["bti", "paciasp", "pacibsp"].contains(&mnemonic), "the negative callee starts with a landing pad: {first:?}");
+        let mnemonic =
+            first.split_once(':').map(|(_, i)| i).unwrap_or_default().split_whitespace().next().unwrap_or_default();
+        assert!(
+            !["bti", "paciasp", "pacibsp"].contains(&mnemonic),
+            "the negative callee starts with a landing pad: {first:?}"
+        );
 
         // On a CPU without FEAT_BTI the same program is correct and exits 0: whatever kills it
         // under -cpu max is BTI, not a bug in the program.

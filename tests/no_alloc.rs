@@ -49,7 +49,8 @@ extern "C" fn big_result(a: i64, b: f64) -> Big {
 fn calls_do_not_allocate() {
     let id_t = Type::Aggregate(Aggregate::builder().array(Type::U8, 128).build().unwrap());
     let big_t = Type::Aggregate(Aggregate::builder().array(Type::I64, 40).build().unwrap());
-    let p1 = CallPlan::new(&Signature::new(vec![Type::Pointer, Type::I32, id_t, Type::I32], Some(Type::I32)).unwrap()).unwrap();
+    let p1 = CallPlan::new(&Signature::new(vec![Type::Pointer, Type::I32, id_t, Type::I32], Some(Type::I32)).unwrap())
+        .unwrap();
     let p2 = CallPlan::new(&Signature::new(vec![Type::I64, Type::F64], Some(big_t)).unwrap()).unwrap();
     let (comm, n, rank) = (std::ptr::null_mut::<c_void>(), 2i32, 1i32);
     let mut id = Id([0; 128]);

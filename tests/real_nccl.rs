@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use nccl_trampoline::nccl::{Communicator, Config, NcclResult, Nccl, Version};
+use nccl_trampoline::nccl::{Communicator, Config, Nccl, NcclResult, Version};
 use nccl_trampoline::Error;
 
 const NEEDS: &str = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this";

@@ -196,7 +196,9 @@ mod tests {
 
     #[test]
     fn comm_init_rank_passes_a_private_copy_in_x2_and_rank_in_w3() {
-        let sig = Signature::new(vec![Type::Pointer, Type::I32, unique_id(), Type::I32, Type::Pointer], Some(Type::I32)).unwrap();
+        let sig =
+            Signature::new(vec![Type::Pointer, Type::I32, unique_id(), Type::I32, Type::Pointer], Some(Type::I32))
+                .unwrap();
         let p = place(&sig).unwrap();
         assert_eq!(
             p.moves,

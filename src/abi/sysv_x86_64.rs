@@ -271,7 +271,8 @@ mod tests {
 
     #[test]
     fn vector_count_counts_sse_registers() {
-        let p = place(&Signature::variadic(1, vec![Type::I32, Type::F64, Type::F64], Some(Type::F64)).unwrap()).unwrap();
+        let p =
+            place(&Signature::variadic(1, vec![Type::I32, Type::F64, Type::F64], Some(Type::F64)).unwrap()).unwrap();
         assert_eq!(p.vector_count, 2);
     }
 }

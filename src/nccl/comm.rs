@@ -93,13 +93,23 @@ impl<'n> Communicator<'n> {
     }
 
     /// `ncclCommInitRankConfig` (2.14) with a config written for the loaded library.
-    pub fn init_rank_config(nccl: &'n Nccl, nranks: i32, id: &UniqueId, rank: i32, config: &Config) -> Result<Self, Error> {
+    pub fn init_rank_config(
+        nccl: &'n Nccl,
+        nranks: i32,
+        id: &UniqueId,
+        rank: i32,
+        config: &Config,
+    ) -> Result<Self, Error> {
         check_rank(nranks, rank)?;
         let mut buf = config.encode(nccl.version())?;
         let cfg = buf.as_ptr();
         let mut comm: *mut c_void = ptr::null_mut();
         let out: *mut *mut c_void = &mut comm;
-        nccl.check(Sym::CommInitRankConfig, &[arg(&out), arg(&nranks), arg(id), arg(&rank), arg(&cfg)], ptr::null_mut())?;
+        nccl.check(
+            Sym::CommInitRankConfig,
+            &[arg(&out), arg(&nranks), arg(id), arg(&rank), arg(&cfg)],
+            ptr::null_mut(),
+        )?;
         Ok(Self::wrap(nccl, comm, config.is_nonblocking()))
     }
 
@@ -130,13 +140,18 @@ impl<'n> Communicator<'n> {
 
     /// `ncclCommShrink` (2.27): a new communicator without the ranks in `exclude`.
     pub fn shrink(&self, exclude: &[i32], config: Option<&Config>, flags: i32) -> Result<Communicator<'n>, Error> {
-        let count = i32::try_from(exclude.len()).map_err(|_| Error::InvalidArgument { what: "too many ranks to exclude" })?;
+        let count =
+            i32::try_from(exclude.len()).map_err(|_| Error::InvalidArgument { what: "too many ranks to exclude" })?;
         let mut buf = config.map(|c| c.encode(self.nccl.version())).transpose()?;
         let cfg = buf.as_mut().map_or(ptr::null_mut(), |b| b.as_ptr());
         let list = exclude.as_ptr();
         let mut child: *mut c_void = ptr::null_mut();
         let out: *mut *mut c_void = &mut child;
-        self.nccl.check(Sym::CommShrink, &[arg(&self.comm), arg(&list), arg(&count), arg(&out), arg(&cfg), arg(&flags)], self.comm)?;
+        self.nccl.check(
+            Sym::CommShrink,
+            &[arg(&self.comm), arg(&list), arg(&count), arg(&out), arg(&cfg), arg(&flags)],
+            self.comm,
+        )?;
         Ok(Self::wrap(self.nccl, child, config.map_or(self.nonblocking, Config::is_nonblocking)))
     }
 
@@ -218,8 +233,20 @@ impl<'n> Communicator<'n> {
     /// `send` and `recv` must point to `count` elements of `dtype` in device memory of this
     /// communicator's GPU (they may be equal: in place), valid until `stream` runs the
     /// collective; `stream` must be a valid stream of that device.
-    pub unsafe fn all_reduce_raw(&self, send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::AllReduce, &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&op), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn all_reduce_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        op: RedOp,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::AllReduce,
+            &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&op), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclBroadcast` on raw device pointers.
@@ -227,8 +254,20 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `send` is read on `root` only.
-    pub unsafe fn broadcast_raw(&self, send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::Broadcast, &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&root), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn broadcast_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        root: i32,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::Broadcast,
+            &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&root), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclReduce` on raw device pointers.
@@ -237,8 +276,21 @@ impl<'n> Communicator<'n> {
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `recv` is written on `root` only.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn reduce_raw(&self, send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, root: i32, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::Reduce, &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&op), arg(&root), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn reduce_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        op: RedOp,
+        root: i32,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::Reduce,
+            &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&op), arg(&root), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclAllGather`: `send` has `send_count` elements, `recv` `send_count * nranks`.
@@ -246,8 +298,19 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw), with those sizes.
-    pub unsafe fn all_gather_raw(&self, send: *const c_void, recv: *mut c_void, send_count: usize, dtype: DataType, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::AllGather, &[arg(&send), arg(&recv), arg(&send_count), arg(&dtype), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn all_gather_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        send_count: usize,
+        dtype: DataType,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::AllGather,
+            &[arg(&send), arg(&recv), arg(&send_count), arg(&dtype), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclReduceScatter`: `recv` has `recv_count` elements, `send` `recv_count * nranks`.
@@ -255,8 +318,20 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw), with those sizes.
-    pub unsafe fn reduce_scatter_raw(&self, send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: DataType, op: RedOp, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::ReduceScatter, &[arg(&send), arg(&recv), arg(&recv_count), arg(&dtype), arg(&op), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn reduce_scatter_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        recv_count: usize,
+        dtype: DataType,
+        op: RedOp,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::ReduceScatter,
+            &[arg(&send), arg(&recv), arg(&recv_count), arg(&dtype), arg(&op), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclSend` (2.7) of `count` elements to `peer`.
@@ -264,8 +339,19 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw) for `send`.
-    pub unsafe fn send_raw(&self, send: *const c_void, count: usize, dtype: DataType, peer: i32, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::Send, &[arg(&send), arg(&count), arg(&dtype), arg(&peer), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn send_raw(
+        &self,
+        send: *const c_void,
+        count: usize,
+        dtype: DataType,
+        peer: i32,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::Send,
+            &[arg(&send), arg(&count), arg(&dtype), arg(&peer), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclRecv` (2.7) of `count` elements from `peer`.
@@ -273,8 +359,19 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw) for `recv`.
-    pub unsafe fn recv_raw(&self, recv: *mut c_void, count: usize, dtype: DataType, peer: i32, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::Recv, &[arg(&recv), arg(&count), arg(&dtype), arg(&peer), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn recv_raw(
+        &self,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        peer: i32,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::Recv,
+            &[arg(&recv), arg(&count), arg(&dtype), arg(&peer), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclAlltoAll` (2.28; RCCL's `ncclAllToAll`): `count` elements to and from each peer.
@@ -282,8 +379,19 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); both buffers hold `count * nranks`.
-    pub unsafe fn all_to_all_raw(&self, send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::AlltoAll, &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn all_to_all_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::AlltoAll,
+            &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclGather` (2.28): `count` elements from every rank into `recv` on `root`.
@@ -291,8 +399,20 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `recv` holds `count * nranks` on root.
-    pub unsafe fn gather_raw(&self, send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::Gather, &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&root), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn gather_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        root: i32,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::Gather,
+            &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&root), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// `ncclScatter` (2.28): `count` elements to every rank from `send` on `root`.
@@ -300,78 +420,169 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `send` holds `count * nranks` on root.
-    pub unsafe fn scatter_raw(&self, send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32, stream: *mut c_void) -> Result<(), Error> {
-        self.enqueue(Sym::Scatter, &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&root), arg(&self.comm), arg(&stream)], stream)
+    pub unsafe fn scatter_raw(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        root: i32,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        self.enqueue(
+            Sym::Scatter,
+            &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&root), arg(&self.comm), arg(&stream)],
+            stream,
+        )
     }
 
     /// All-reduce of typed device buffers; `recv` must hold at least `send.len()` elements.
-    pub fn all_reduce<T: NcclScalar>(&self, send: &impl DeviceBuffer<T>, recv: &mut impl DeviceBufferMut<T>, op: RedOp, stream: &impl Stream) -> Result<(), Error> {
+    pub fn all_reduce<T: NcclScalar>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         at_least("all_reduce recv", send.len(), recv.len())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.all_reduce_raw(send.device_ptr(), recv.device_ptr_mut(), send.len(), T::DATA_TYPE, op, stream.as_raw()) }
+        unsafe {
+            self.all_reduce_raw(send.device_ptr(), recv.device_ptr_mut(), send.len(), T::DATA_TYPE, op, stream.as_raw())
+        }
     }
 
     /// In-place all-reduce of a typed device buffer.
-    pub fn all_reduce_in_place<T: NcclScalar>(&self, buf: &mut impl DeviceBufferMut<T>, op: RedOp, stream: &impl Stream) -> Result<(), Error> {
+    pub fn all_reduce_in_place<T: NcclScalar>(
+        &self,
+        buf: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         let p = buf.device_ptr_mut();
         // SAFETY: the buffer trait's contract; send == recv is NCCL's in-place form.
         unsafe { self.all_reduce_raw(p, p, buf.len(), T::DATA_TYPE, op, stream.as_raw()) }
     }
 
     /// Broadcast of `buf` from `root` (in place on every rank).
-    pub fn broadcast<T: NcclScalar>(&self, buf: &mut impl DeviceBufferMut<T>, root: i32, stream: &impl Stream) -> Result<(), Error> {
+    pub fn broadcast<T: NcclScalar>(
+        &self,
+        buf: &mut impl DeviceBufferMut<T>,
+        root: i32,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         let p = buf.device_ptr_mut();
         // SAFETY: the buffer trait's contract; in place.
         unsafe { self.broadcast_raw(p, p, buf.len(), T::DATA_TYPE, root, stream.as_raw()) }
     }
 
     /// Reduce of `send` into `recv` on `root`; `recv` must hold `send.len()` elements.
-    pub fn reduce<T: NcclScalar>(&self, send: &impl DeviceBuffer<T>, recv: &mut impl DeviceBufferMut<T>, op: RedOp, root: i32, stream: &impl Stream) -> Result<(), Error> {
+    pub fn reduce<T: NcclScalar>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        root: i32,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         at_least("reduce recv", send.len(), recv.len())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.reduce_raw(send.device_ptr(), recv.device_ptr_mut(), send.len(), T::DATA_TYPE, op, root, stream.as_raw()) }
+        unsafe {
+            self.reduce_raw(
+                send.device_ptr(),
+                recv.device_ptr_mut(),
+                send.len(),
+                T::DATA_TYPE,
+                op,
+                root,
+                stream.as_raw(),
+            )
+        }
     }
 
     /// All-gather: `recv` must hold `send.len() * nranks` elements.
-    pub fn all_gather<T: NcclScalar>(&self, send: &impl DeviceBuffer<T>, recv: &mut impl DeviceBufferMut<T>, stream: &impl Stream) -> Result<(), Error> {
+    pub fn all_gather<T: NcclScalar>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         let n = self.ranks()?;
         at_least("all_gather recv", send.len().saturating_mul(n), recv.len())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.all_gather_raw(send.device_ptr(), recv.device_ptr_mut(), send.len(), T::DATA_TYPE, stream.as_raw()) }
+        unsafe {
+            self.all_gather_raw(send.device_ptr(), recv.device_ptr_mut(), send.len(), T::DATA_TYPE, stream.as_raw())
+        }
     }
 
     /// Reduce-scatter: `send` must hold `recv.len() * nranks` elements.
-    pub fn reduce_scatter<T: NcclScalar>(&self, send: &impl DeviceBuffer<T>, recv: &mut impl DeviceBufferMut<T>, op: RedOp, stream: &impl Stream) -> Result<(), Error> {
+    pub fn reduce_scatter<T: NcclScalar>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         let n = self.ranks()?;
         at_least("reduce_scatter send", recv.len().saturating_mul(n), send.len())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.reduce_scatter_raw(send.device_ptr(), recv.device_ptr_mut(), recv.len(), T::DATA_TYPE, op, stream.as_raw()) }
+        unsafe {
+            self.reduce_scatter_raw(
+                send.device_ptr(),
+                recv.device_ptr_mut(),
+                recv.len(),
+                T::DATA_TYPE,
+                op,
+                stream.as_raw(),
+            )
+        }
     }
 
     /// Send all of `buf` to `peer`.
-    pub fn send<T: NcclScalar>(&self, buf: &impl DeviceBuffer<T>, peer: i32, stream: &impl Stream) -> Result<(), Error> {
+    pub fn send<T: NcclScalar>(
+        &self,
+        buf: &impl DeviceBuffer<T>,
+        peer: i32,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         // SAFETY: the buffer trait's contract.
         unsafe { self.send_raw(buf.device_ptr(), buf.len(), T::DATA_TYPE, peer, stream.as_raw()) }
     }
 
     /// Receive `buf.len()` elements from `peer`.
-    pub fn recv<T: NcclScalar>(&self, buf: &mut impl DeviceBufferMut<T>, peer: i32, stream: &impl Stream) -> Result<(), Error> {
+    pub fn recv<T: NcclScalar>(
+        &self,
+        buf: &mut impl DeviceBufferMut<T>,
+        peer: i32,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         // SAFETY: the buffer trait's contract.
         unsafe { self.recv_raw(buf.device_ptr_mut(), buf.len(), T::DATA_TYPE, peer, stream.as_raw()) }
     }
 
     /// All-to-all: both buffers the same length, a multiple of nranks.
-    pub fn all_to_all<T: NcclScalar>(&self, send: &impl DeviceBuffer<T>, recv: &mut impl DeviceBufferMut<T>, stream: &impl Stream) -> Result<(), Error> {
+    pub fn all_to_all<T: NcclScalar>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        stream: &impl Stream,
+    ) -> Result<(), Error> {
         let n = self.ranks()?;
         if send.len() != recv.len() || send.len() % n != 0 {
-            return Err(Error::LengthMismatch { what: "all_to_all buffers (equal, multiple of nranks)", expected: send.len().next_multiple_of(n), got: recv.len() });
+            return Err(Error::LengthMismatch {
+                what: "all_to_all buffers (equal, multiple of nranks)",
+                expected: send.len().next_multiple_of(n),
+                got: recv.len(),
+            });
         }
         // SAFETY: the buffer traits' contracts, and the lengths checked above.
-        unsafe { self.all_to_all_raw(send.device_ptr(), recv.device_ptr_mut(), send.len() / n, T::DATA_TYPE, stream.as_raw()) }
+        unsafe {
+            self.all_to_all_raw(send.device_ptr(), recv.device_ptr_mut(), send.len() / n, T::DATA_TYPE, stream.as_raw())
+        }
     }
 
     fn ranks(&self) -> Result<usize, Error> {
-        usize::try_from(self.count()?).map_err(|_| Error::InvalidArgument { what: "ncclCommCount gave a negative count" })
+        usize::try_from(self.count()?)
+            .map_err(|_| Error::InvalidArgument { what: "ncclCommCount gave a negative count" })
     }
 
     /// `ncclRedOpCreatePreMulSum` (2.11) with a host scalar read at creation
@@ -380,7 +591,11 @@ impl<'n> Communicator<'n> {
         let mut op = RedOp(0);
         let (out, s): (*mut RedOp, *const T) = (&mut op, &scalar);
         let (dtype, residence) = (T::DATA_TYPE, ScalarResidence::HOST_IMMEDIATE);
-        self.nccl.check(Sym::RedOpCreatePreMulSum, &[arg(&out), arg(&s), arg(&dtype), arg(&residence), arg(&self.comm)], self.comm)?;
+        self.nccl.check(
+            Sym::RedOpCreatePreMulSum,
+            &[arg(&out), arg(&s), arg(&dtype), arg(&residence), arg(&self.comm)],
+            self.comm,
+        )?;
         Ok(CustomRedOp { comm: self, op })
     }
 
@@ -402,10 +617,19 @@ impl<'n> Communicator<'n> {
     /// # Safety
     ///
     /// As [`register`](Self::register); every rank registers a window of the same size.
-    pub unsafe fn window_register(&self, buf: *mut c_void, size: usize, flags: i32) -> Result<Registration<'_, 'n>, Error> {
+    pub unsafe fn window_register(
+        &self,
+        buf: *mut c_void,
+        size: usize,
+        flags: i32,
+    ) -> Result<Registration<'_, 'n>, Error> {
         let mut win: *mut c_void = ptr::null_mut();
         let out: *mut *mut c_void = &mut win;
-        self.nccl.check(Sym::CommWindowRegister, &[arg(&self.comm), arg(&buf), arg(&size), arg(&out), arg(&flags)], self.comm)?;
+        self.nccl.check(
+            Sym::CommWindowRegister,
+            &[arg(&self.comm), arg(&buf), arg(&size), arg(&out), arg(&flags)],
+            self.comm,
+        )?;
         Ok(Registration { comm: self, handle: win, window: true })
     }
 }

@@ -183,7 +183,11 @@ impl Config {
         let find = |name: &str| FIELDS.iter().find(|f| f.name == name);
         let known = |field: &FieldInfo| -> Result<(), Error> {
             if field.since > version || field.offset >= size {
-                return Err(Error::Unsupported { symbol: field.name, needs: field.since.to_string(), loaded: version.to_string() });
+                return Err(Error::Unsupported {
+                    symbol: field.name,
+                    needs: field.since.to_string(),
+                    loaded: version.to_string(),
+                });
             }
             Ok(())
         };
@@ -196,7 +200,8 @@ impl Config {
             if let Some(s) = value {
                 let field = find(name).expect("pointer fields are in FIELDS");
                 known(field)?;
-                let c = CString::new(s.as_str()).map_err(|_| Error::InvalidArgument { what: "config string contains a NUL byte" })?;
+                let c = CString::new(s.as_str())
+                    .map_err(|_| Error::InvalidArgument { what: "config string contains a NUL byte" })?;
                 buf.put_u64(field.offset, c.as_ptr() as u64);
                 buf.strings.push(c);
             }

@@ -180,10 +180,20 @@ const SYMBOLS: &[SymInfo] = &[
     SymInfo { sym: Sym::CommGetAsyncError, name: "ncclCommGetAsyncError", since: v(2, 4, 2), args: &[P, P] },
     SymInfo { sym: Sym::Send, name: "ncclSend", since: v(2, 7, 3), args: &[P, Z, I, I, P, P] },
     SymInfo { sym: Sym::Recv, name: "ncclRecv", since: v(2, 7, 3), args: &[P, Z, I, I, P, P] },
-    SymInfo { sym: Sym::RedOpCreatePreMulSum, name: "ncclRedOpCreatePreMulSum", since: v(2, 11, 4), args: &[P, P, I, I, P] },
+    SymInfo {
+        sym: Sym::RedOpCreatePreMulSum,
+        name: "ncclRedOpCreatePreMulSum",
+        since: v(2, 11, 4),
+        args: &[P, P, I, I, P],
+    },
     SymInfo { sym: Sym::RedOpDestroy, name: "ncclRedOpDestroy", since: v(2, 11, 4), args: &[I, P] },
     SymInfo { sym: Sym::GetLastError, name: "ncclGetLastError", since: v(2, 13, 4), args: &[P] },
-    SymInfo { sym: Sym::CommInitRankConfig, name: "ncclCommInitRankConfig", since: v(2, 14, 3), args: &[P, I, Id, I, P] },
+    SymInfo {
+        sym: Sym::CommInitRankConfig,
+        name: "ncclCommInitRankConfig",
+        since: v(2, 14, 3),
+        args: &[P, I, Id, I, P],
+    },
     SymInfo { sym: Sym::CommFinalize, name: "ncclCommFinalize", since: v(2, 14, 3), args: &[P] },
     SymInfo { sym: Sym::CommSplit, name: "ncclCommSplit", since: v(2, 18, 1), args: &[P, I, I, P, P] },
     SymInfo { sym: Sym::MemAlloc, name: "ncclMemAlloc", since: v(2, 19, 1), args: &[P, Z] },
@@ -191,7 +201,12 @@ const SYMBOLS: &[SymInfo] = &[
     SymInfo { sym: Sym::CommRegister, name: "ncclCommRegister", since: v(2, 19, 1), args: &[P, P, Z, P] },
     SymInfo { sym: Sym::CommDeregister, name: "ncclCommDeregister", since: v(2, 19, 1), args: &[P, P] },
     SymInfo { sym: Sym::CommShrink, name: "ncclCommShrink", since: v(2, 27, 3), args: &[P, P, I, P, P, I] },
-    SymInfo { sym: Sym::CommWindowRegister, name: "ncclCommWindowRegister", since: v(2, 27, 3), args: &[P, P, Z, P, I] },
+    SymInfo {
+        sym: Sym::CommWindowRegister,
+        name: "ncclCommWindowRegister",
+        since: v(2, 27, 3),
+        args: &[P, P, Z, P, I],
+    },
     SymInfo { sym: Sym::CommWindowDeregister, name: "ncclCommWindowDeregister", since: v(2, 27, 3), args: &[P, P] },
     SymInfo { sym: Sym::AlltoAll, name: "ncclAlltoAll", since: v(2, 28, 3), args: &[P, P, Z, I, P, P] },
     SymInfo { sym: Sym::Gather, name: "ncclGather", since: v(2, 28, 3), args: &[P, P, Z, I, I, P, P] },
@@ -253,7 +268,11 @@ unsafe impl Sync for Nccl {}
 
 impl fmt::Debug for Nccl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Nccl").field("path", &self.path).field("version", &self.version).field("flavor", &self.flavor).finish()
+        f.debug_struct("Nccl")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("flavor", &self.flavor)
+            .finish()
     }
 }
 
@@ -336,7 +355,8 @@ impl Nccl {
         if !r.is_success() {
             return Err(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()));
         }
-        nccl.version = Version::from_code(code).ok_or(Error::LibraryLoad { reason: format!("ncclGetVersion gave {code}") })?;
+        nccl.version =
+            Version::from_code(code).ok_or(Error::LibraryLoad { reason: format!("ncclGetVersion gave {code}") })?;
         Ok(nccl)
     }
 
@@ -471,7 +491,9 @@ fn already_loaded() -> Vec<PathBuf> {
     for line in maps.lines() {
         let Some(path) = line.split_whitespace().nth(5) else { continue };
         let file = Path::new(path).file_name().and_then(|f| f.to_str()).unwrap_or("");
-        if (file.starts_with("libnccl.so") || file.starts_with("librccl.so")) && !out.iter().any(|p| p == Path::new(path)) {
+        if (file.starts_with("libnccl.so") || file.starts_with("librccl.so"))
+            && !out.iter().any(|p| p == Path::new(path))
+        {
             out.push(PathBuf::from(path));
         }
     }

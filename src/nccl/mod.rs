@@ -21,7 +21,9 @@ mod config;
 mod library;
 mod types;
 
-pub use comm::{Communicator, CustomRedOp, DeviceAllocation, DeviceBuffer, DeviceBufferMut, Group, Registration, Stream};
+pub use comm::{
+    Communicator, CustomRedOp, DeviceAllocation, DeviceBuffer, DeviceBufferMut, Group, Registration, Stream,
+};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use library::{Candidate, Flavor, Nccl, Source, Version, LIBRARY_ENV};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};

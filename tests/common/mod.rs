@@ -187,7 +187,8 @@ pub fn check_call(oracle: &Oracle, name: &str, sig: &Signature, pattern: &mut Pa
     let mut ret_t = aligned(ret_size);
     oracle.rec_reset();
     // SAFETY: `name` was generated from `sig`; arguments and result buffers have its sizes.
-    unsafe { plan.call(oracle.sym(name), &arg_ptrs, ret_t.as_mut_ptr().cast()) }.map_err(|e| format!("{name}: call: {e}"))?;
+    unsafe { plan.call(oracle.sym(name), &arg_ptrs, ret_t.as_mut_ptr().cast()) }
+        .map_err(|e| format!("{name}: call: {e}"))?;
     let rec_t = oracle.recording();
 
     // Through the C compiler.
@@ -204,7 +205,9 @@ pub fn check_call(oracle: &Oracle, name: &str, sig: &Signature, pattern: &mut Pa
     let rec_c = oracle.recording();
 
     if rec_c != expected {
-        return Err(format!("{name}: the C caller's recording differs from the model (test bug)\n c: {rec_c:02x?}\n m: {expected:02x?}"));
+        return Err(format!(
+            "{name}: the C caller's recording differs from the model (test bug)\n c: {rec_c:02x?}\n m: {expected:02x?}"
+        ));
     }
     if rec_t != rec_c {
         let at = rec_t.iter().zip(&rec_c).position(|(a, b)| a != b).unwrap_or(rec_t.len().min(rec_c.len()));
@@ -284,8 +287,13 @@ impl CGen {
             write!(asserts, " && offsetof(S, f{i}) == {}", f.offset).unwrap();
         }
         let name = format!("S{}", self.structs.len());
-        let attr = if agg.align() > agg.natural_align() { format!(" __attribute__((aligned({})))", agg.align()) } else { String::new() };
-        let ranges: Vec<String> = value_ranges(&Type::Aggregate(agg.clone())).iter().map(|(o, l)| format!("{{{o},{l}}}")).collect();
+        let attr = if agg.align() > agg.natural_align() {
+            format!(" __attribute__((aligned({})))", agg.align())
+        } else {
+            String::new()
+        };
+        let ranges: Vec<String> =
+            value_ranges(&Type::Aggregate(agg.clone())).iter().map(|(o, l)| format!("{{{o},{l}}}")).collect();
         writeln!(
             self.types,
             "typedef struct{attr} {{\n{fields}}} {name};\n#define S {name}\n_Static_assert(sizeof(S) == {} && _Alignof(S) == {}{asserts}, \"layout of {name}\");\n#undef S\nstatic const unsigned short R_{name}[][2] = {{{}}};",
@@ -373,8 +381,19 @@ impl Rng {
     }
 }
 
-const SCALARS: [Type; 11] =
-    [Type::I8, Type::U8, Type::I16, Type::U16, Type::I32, Type::U32, Type::I64, Type::U64, Type::Pointer, Type::F32, Type::F64];
+const SCALARS: [Type; 11] = [
+    Type::I8,
+    Type::U8,
+    Type::I16,
+    Type::U16,
+    Type::I32,
+    Type::U32,
+    Type::I64,
+    Type::U64,
+    Type::Pointer,
+    Type::F32,
+    Type::F64,
+];
 
 pub fn random_scalar(rng: &mut Rng) -> Type {
     SCALARS[rng.below(SCALARS.len() as u64) as usize].clone()
