@@ -74,6 +74,8 @@ NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} \
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
+step "native: the optional half feature"
+cargo test --quiet --lib --features half
 step "native: clippy"
 cargo clippy --all-targets --quiet -- -D warnings
 

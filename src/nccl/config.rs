@@ -60,6 +60,54 @@ const FIELDS: &[FieldInfo] = &[
     f("nvlsHostMode", 112, Kind::Int, (2, 32, 3)),
 ];
 
+/// `ncclConfig_t` as the 2.32.3 header declares it (`struct ncclConfig_v23100`), kept only to
+/// check [`FIELDS`] against the compiler's layout.
+#[repr(C)]
+#[allow(dead_code, non_snake_case)]
+struct ConfigV23203 {
+    size: usize,
+    magic: u32,
+    version: u32,
+    blocking: i32,
+    cgaClusterSize: i32,
+    minCTAs: i32,
+    maxCTAs: i32,
+    netName: *const core::ffi::c_char,
+    splitShare: i32,
+    trafficClass: i32,
+    commName: *const core::ffi::c_char,
+    collnetEnable: i32,
+    CTAPolicy: i32,
+    shrinkShare: i32,
+    nvlsCTAs: i32,
+    nChannelsPerNetPeer: i32,
+    nvlinkCentricSched: i32,
+    graphUsageMode: i32,
+    numRmaCtx: i32,
+    maxP2pPeers: i32,
+    graphStreamOrdering: i32,
+    launchOrderImplicit: i32,
+    numRmaSig: i32,
+    rmaEagerInit: i32,
+    hostCftMode: i32,
+    nvlsHostMode: i32,
+}
+
+macro_rules! field_offsets_match {
+    ($($i:literal => $f:ident),* $(,)?) => {$(
+        static_assertions::const_assert_eq!(FIELDS[$i].offset, core::mem::offset_of!(ConfigV23203, $f));
+    )*};
+}
+field_offsets_match!(
+    0 => blocking, 1 => cgaClusterSize, 2 => minCTAs, 3 => maxCTAs, 4 => netName, 5 => splitShare,
+    6 => trafficClass, 7 => commName, 8 => collnetEnable, 9 => CTAPolicy, 10 => shrinkShare, 11 => nvlsCTAs,
+    12 => nChannelsPerNetPeer, 13 => nvlinkCentricSched, 14 => graphUsageMode, 15 => numRmaCtx,
+    16 => maxP2pPeers, 17 => graphStreamOrdering, 18 => launchOrderImplicit, 19 => numRmaSig,
+    20 => rmaEagerInit, 21 => hostCftMode, 22 => nvlsHostMode,
+);
+static_assertions::const_assert_eq!(core::mem::size_of::<ConfigV23203>(), 120);
+static_assertions::const_assert_eq!(FIELDS.len(), 23);
+
 /// `sizeof(ncclConfig_t)` in the header of `version`, or `None` before 2.14 (no config).
 pub fn config_size(version: Version) -> Option<usize> {
     let v = |a, b, c| Version::new(a, b, c);

@@ -88,6 +88,17 @@ pub struct Candidate {
     pub path: PathBuf,
 }
 
+/// What [`Nccl::discover`] found.
+#[derive(Debug)]
+pub struct Discovery {
+    /// The library loaded, or why none could be.
+    pub result: Result<Nccl, Error>,
+    /// The candidate that loaded.
+    pub chosen: Option<Candidate>,
+    /// Candidates after the chosen one, hidden by it.
+    pub shadowed: Vec<Candidate>,
+}
+
 /// Symbols the facade knows, with the NCCL version that introduced each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -312,6 +323,30 @@ impl Nccl {
             out.push(Candidate { source: Source::System, path: PathBuf::from(soname) });
         }
         out
+    }
+
+    /// Runs the discovery order and reports what it found: the library loaded (or the error
+    /// listing every failure), the candidate chosen, and the candidates after it that it
+    /// shadows (files that exist, and the system loader's names, which are not probed).
+    pub fn discover() -> Discovery {
+        let candidates = Self::candidates();
+        let mut tried = Vec::new();
+        for (i, c) in candidates.iter().enumerate() {
+            match Self::load_first(core::slice::from_ref(c)) {
+                Ok(nccl) => {
+                    let shadowed = candidates[i + 1..]
+                        .iter()
+                        .filter(|s| s.source == Source::System || s.path.is_file())
+                        .filter(|s| s.path != c.path)
+                        .cloned()
+                        .collect();
+                    return Discovery { result: Ok(nccl), chosen: Some(c.clone()), shadowed };
+                }
+                Err(Error::LibraryNotFound { tried: t }) => tried.extend(t),
+                Err(e) => return Discovery { result: Err(e), chosen: None, shadowed: Vec::new() },
+            }
+        }
+        Discovery { result: Err(Error::LibraryNotFound { tried }), chosen: None, shadowed: Vec::new() }
     }
 
     fn load_first(candidates: &[Candidate]) -> Result<Nccl, Error> {

@@ -25,7 +25,7 @@ pub use comm::{
     Communicator, CustomRedOp, DeviceAllocation, DeviceBuffer, DeviceBufferMut, Group, Registration, Stream,
 };
 pub use config::{config_size, Config, ConfigBuffer};
-pub use library::{Candidate, Flavor, Nccl, Source, Version, LIBRARY_ENV};
+pub use library::{Candidate, Discovery, Flavor, Nccl, Source, Version, LIBRARY_ENV};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
 
 // The thread-safety choices of docs/adr/0007-facade-safety-model.md, kept true at compile time.

@@ -138,8 +138,9 @@ impl ScalarResidence {
     pub const HOST_IMMEDIATE: Self = Self(1);
 }
 
-/// A Rust element type NCCL can reduce. Implemented for the integer and float scalars; 16-bit
-/// floats and FP8 are passed through the raw entry points with [`DataType`] directly.
+/// A Rust element type NCCL can reduce. Implemented for the integer and float scalars, and with
+/// the `half` feature for `half::f16` / `half::bf16`; FP8 goes through the raw entry points with
+/// [`DataType`] directly.
 ///
 /// # Safety
 ///
@@ -156,6 +157,9 @@ macro_rules! scalar {
     )*};
 }
 scalar!(i8 => INT8, u8 => UINT8, i32 => INT32, u32 => UINT32, i64 => INT64, u64 => UINT64, f32 => FLOAT32, f64 => FLOAT64);
+
+#[cfg(feature = "half")]
+scalar!(half::f16 => FLOAT16, half::bf16 => BFLOAT16);
 
 /// Bytes in an `ncclUniqueId`.
 pub const UNIQUE_ID_BYTES: usize = 128;
@@ -208,6 +212,13 @@ mod tests {
         assert_eq!(id.as_bytes(), &[0xAB; 128]);
         let shown = format!("{id:?}");
         assert!(!shown.contains("171") && !shown.to_lowercase().contains("ab,"), "{shown}");
+    }
+
+    #[cfg(feature = "half")]
+    #[test]
+    fn half_types_map_to_nccl_16_bit_types() {
+        assert_eq!(<half::f16 as NcclScalar>::DATA_TYPE, DataType::FLOAT16);
+        assert_eq!(<half::bf16 as NcclScalar>::DATA_TYPE, DataType::BFLOAT16);
     }
 
     #[test]
