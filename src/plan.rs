@@ -192,7 +192,10 @@ impl CallPlan {
         if ret.is_null() && !matches!(self.result, ResultPlace::Void) {
             return Err(Error::NullPointer { what: "result" });
         }
-        let entry = engine::entry().ok_or(Error::UnsupportedTarget { target: engine::TARGET })?;
+        // A let-else, not `ok_or`: the error value is built only on the failure path.
+        let Some(entry) = engine::entry() else {
+            return Err(Error::UnsupportedTarget { target: engine::TARGET });
+        };
         if Abi::native() != Some(self.abi) {
             return Err(Error::AbiMismatch { plan: self.abi.name(), native: Abi::native().map_or("none", Abi::name) });
         }

@@ -317,6 +317,17 @@ fn groups_pre_mul_sum_split_and_registration() {
     assert_eq!(log.bytes(), exp.0);
 
     assert!(comm.split(-1, 0, None).unwrap().is_none(), "NCCL_SPLIT_NOCOLOR");
+    {
+        // Inside a group NCCL fills the child at ncclGroupEnd: the single-rank form is refused.
+        let g = nccl.group().unwrap();
+        assert!(matches!(comm.split(1, 0, None), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(Communicator::init_rank(&nccl, 2, &id(), 0), Err(Error::InvalidArgument { .. })));
+        g.end().unwrap();
+    }
+    let all = nccl.split_all(&[(&comm, 4, 0)], None).unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].as_ref().expect("a child").count().unwrap(), 1);
+    drop(all);
     let child = comm.split(3, 1, Some(&Config::new())).unwrap().expect("a child");
     assert_eq!(child.count().unwrap(), 1);
 

@@ -11,6 +11,22 @@ use crate::nccl::types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidenc
 use crate::nccl::Config;
 use crate::Error;
 
+thread_local! {
+    /// Groups open on this thread ([`Group`] guards alive). NCCL writes the handle of a
+    /// communicator created inside a group only at `ncclGroupEnd`, so creating one through the
+    /// single-rank calls inside a group would let NCCL write into a dead stack slot.
+    static GROUP_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+fn refuse_in_group() -> Result<(), Error> {
+    if GROUP_DEPTH.with(Cell::get) > 0 {
+        return Err(Error::InvalidArgument {
+            what: "communicators cannot be created inside a group (NCCL fills the handle at ncclGroupEnd); use Nccl::split_all",
+        });
+    }
+    Ok(())
+}
+
 /// `cudaStreamPerThread`'s handle value; unusable with non-blocking communicators (NCCL
 /// silently corrupts data), so it is refused there.
 const CUDA_STREAM_PER_THREAD: usize = 0x2;
@@ -86,6 +102,7 @@ impl<'n> Communicator<'n> {
     /// device. The id is passed by value through the call core (a private copy per call).
     pub fn init_rank(nccl: &'n Nccl, nranks: i32, id: &UniqueId, rank: i32) -> Result<Self, Error> {
         check_rank(nranks, rank)?;
+        refuse_in_group()?;
         let mut comm: *mut c_void = ptr::null_mut();
         let out: *mut *mut c_void = &mut comm;
         nccl.check(Sym::CommInitRank, &[arg(&out), arg(&nranks), arg(id), arg(&rank)], ptr::null_mut())?;
@@ -101,6 +118,7 @@ impl<'n> Communicator<'n> {
         config: &Config,
     ) -> Result<Self, Error> {
         check_rank(nranks, rank)?;
+        refuse_in_group()?;
         let mut buf = config.encode(nccl.version())?;
         let cfg = buf.as_ptr();
         let mut comm: *mut c_void = ptr::null_mut();
@@ -127,19 +145,26 @@ impl<'n> Communicator<'n> {
 
     /// `ncclCommSplit` (2.18). `color` -1 (`NCCL_SPLIT_NOCOLOR`) leaves this rank out: `None`.
     /// For a non-blocking parent, the child is usable once the parent's
-    /// [`async_error`](Self::async_error) reports success.
+    /// [`async_error`](Self::async_error) reports success. One thread driving several ranks
+    /// splits them together with [`Nccl::split_all`]; inside a [`Group`] this call is refused.
     pub fn split(&self, color: i32, key: i32, config: Option<&Config>) -> Result<Option<Communicator<'n>>, Error> {
+        refuse_in_group()?;
         let mut buf = config.map(|c| c.encode(self.nccl.version())).transpose()?;
         let cfg = buf.as_mut().map_or(ptr::null_mut(), |b| b.as_ptr());
         let mut child: *mut c_void = ptr::null_mut();
-        let out: *mut *mut c_void = &mut child;
-        self.nccl.check(Sym::CommSplit, &[arg(&self.comm), arg(&color), arg(&key), arg(&out), arg(&cfg)], self.comm)?;
+        self.split_into(color, key, cfg, &mut child)?;
         let nonblocking = config.map_or(self.nonblocking, Config::is_nonblocking);
         Ok((!child.is_null()).then(|| Self::wrap(self.nccl, child, nonblocking)))
     }
 
+    /// The `ncclCommSplit` call itself; `out` must stay valid until the enclosing group ends.
+    fn split_into(&self, color: i32, key: i32, cfg: *mut c_void, out: *mut *mut c_void) -> Result<(), Error> {
+        self.nccl.check(Sym::CommSplit, &[arg(&self.comm), arg(&color), arg(&key), arg(&out), arg(&cfg)], self.comm)
+    }
+
     /// `ncclCommShrink` (2.27): a new communicator without the ranks in `exclude`.
     pub fn shrink(&self, exclude: &[i32], config: Option<&Config>, flags: i32) -> Result<Communicator<'n>, Error> {
+        refuse_in_group()?;
         let count =
             i32::try_from(exclude.len()).map_err(|_| Error::InvalidArgument { what: "too many ranks to exclude" })?;
         let mut buf = config.map(|c| c.encode(self.nccl.version())).transpose()?;
@@ -741,6 +766,7 @@ impl<'n> Group<'n> {
     /// `ncclGroupEnd`, with its result.
     pub fn end(mut self) -> Result<(), Error> {
         self.open = false;
+        GROUP_DEPTH.with(|d| d.set(d.get() - 1));
         self.nccl.check(Sym::GroupEnd, &[], ptr::null_mut())
     }
 }
@@ -748,6 +774,7 @@ impl<'n> Group<'n> {
 impl Drop for Group<'_> {
     fn drop(&mut self) {
         if self.open {
+            GROUP_DEPTH.with(|d| d.set(d.get() - 1));
             let _ = self.nccl.check(Sym::GroupEnd, &[], ptr::null_mut());
         }
     }
@@ -757,7 +784,34 @@ impl Nccl {
     /// `ncclGroupStart`: collectives until [`Group::end`] are fused.
     pub fn group(&self) -> Result<Group<'_>, Error> {
         self.check(Sym::GroupStart, &[], ptr::null_mut())?;
+        GROUP_DEPTH.with(|d| d.set(d.get() + 1));
         Ok(Group { nccl: self, open: true, _per_thread: PhantomData })
+    }
+
+    /// `ncclCommSplit` for several ranks driven by this thread, in one group: `parts` holds
+    /// (parent, color, key) per rank. NCCL fills the children at `ncclGroupEnd`, so their
+    /// handles live in memory owned here until then. A child is `None` for color -1.
+    pub fn split_all<'n>(
+        &'n self,
+        parts: &[(&Communicator<'n>, i32, i32)],
+        config: Option<&Config>,
+    ) -> Result<Vec<Option<Communicator<'n>>>, Error> {
+        refuse_in_group()?;
+        let mut buf = config.map(|c| c.encode(self.version())).transpose()?;
+        let cfg = buf.as_mut().map_or(ptr::null_mut(), |b| b.as_ptr());
+        // Declared before the group so it outlives the group's end, where NCCL writes it.
+        let mut children: Vec<*mut c_void> = vec![ptr::null_mut(); parts.len()];
+        let out = children.as_mut_ptr();
+        {
+            let group = self.group()?;
+            for (i, (parent, color, key)) in parts.iter().enumerate() {
+                // SAFETY: `i < children.len()`; the vector is not touched until the group ends.
+                parent.split_into(*color, *key, cfg, unsafe { out.add(i) })?;
+            }
+            group.end()?;
+        }
+        let nonblocking = config.is_some_and(Config::is_nonblocking);
+        Ok(children.into_iter().map(|c| (!c.is_null()).then(|| Communicator::wrap(self, c, nonblocking))).collect())
     }
 
     /// `ncclMemAlloc` (2.19): device memory suited to NCCL's zero-copy paths.

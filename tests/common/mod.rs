@@ -3,6 +3,8 @@
 //! with the target's gcc, loads them with libloading, and compares byte for byte.
 #![allow(dead_code)]
 
+pub mod cuda;
+
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fmt::Write as _;
