@@ -82,8 +82,13 @@ impl Expect {
     }
 }
 
-// The fake's global log is shared by every test of a variant; tests using it hold this lock.
+// The stand-in's call log is global and every load calls ncclGetVersion, so every test holds
+// this lock for its whole run (a failed test must not poison the others).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn id() -> UniqueId {
     UniqueId::from_bytes(&std::array::from_fn::<u8, 128, _>(|i| (i as u8).wrapping_mul(13) ^ 0x3c)).unwrap()
@@ -116,6 +121,7 @@ unsafe impl Stream for FakeStream {
 
 #[test]
 fn loads_and_reports_path_version_and_symbols() {
+    let _g = serial();
     let nccl = Nccl::load_from(fake(23203)).unwrap();
     assert_eq!(nccl.version(), Version::new(2, 32, 3));
     assert_eq!(nccl.path(), fake(23203));
@@ -131,7 +137,7 @@ fn loads_and_reports_path_version_and_symbols() {
 
 #[test]
 fn init_rank_passes_the_id_by_value_byte_for_byte() {
-    let _g = SERIAL.lock().unwrap();
+    let _g = serial();
     let nccl = Nccl::load_from(fake(23203)).unwrap();
     let log = Log::open(23203);
     let id = id();
@@ -148,7 +154,7 @@ fn init_rank_passes_the_id_by_value_byte_for_byte() {
 
 #[test]
 fn config_is_written_for_the_loaded_version() {
-    let _g = SERIAL.lock().unwrap();
+    let _g = serial();
     for (code, size) in [(23203u32, 120usize), (21803, 48)] {
         let nccl = Nccl::load_from(fake(code)).unwrap();
         let log = Log::open(code);
@@ -173,6 +179,7 @@ fn config_is_written_for_the_loaded_version() {
 
 #[test]
 fn missing_symbols_are_unsupported_not_panics() {
+    let _g = serial();
     let old = Nccl::load_from(fake(21803)).unwrap();
     let comm = Communicator::init_rank(&old, 1, &id(), 0).unwrap();
     let (send, mut recv) = (HostBuf(vec![0.0; 4]), HostBuf(vec![0.0; 4]));
@@ -194,7 +201,7 @@ fn missing_symbols_are_unsupported_not_panics() {
 
 #[test]
 fn failures_carry_function_code_name_and_last_error() {
-    let _g = SERIAL.lock().unwrap();
+    let _g = serial();
     let nccl = Nccl::load_from(fake(23203)).unwrap();
     let log = Log::open(23203);
     log.fail_next(4, "rank 7 out of range");
@@ -219,7 +226,7 @@ fn failures_carry_function_code_name_and_last_error() {
 
 #[test]
 fn collectives_pass_every_argument_and_check_lengths_first() {
-    let _g = SERIAL.lock().unwrap();
+    let _g = serial();
     let nccl = Nccl::load_from(fake(23203)).unwrap();
     let log = Log::open(23203);
     let comm = Communicator::init_rank(&nccl, 2, &id(), 1).unwrap();
@@ -285,7 +292,7 @@ fn collectives_pass_every_argument_and_check_lengths_first() {
 
 #[test]
 fn groups_pre_mul_sum_split_and_registration() {
-    let _g = SERIAL.lock().unwrap();
+    let _g = serial();
     let nccl = Nccl::load_from(fake(23203)).unwrap();
     let log = Log::open(23203);
     let comm = Communicator::init_rank(&nccl, 2, &id(), 0).unwrap();
@@ -353,7 +360,7 @@ fn groups_pre_mul_sum_split_and_registration() {
 
 #[test]
 fn non_blocking_config_reports_in_progress_and_refuses_per_thread_stream() {
-    let _g = SERIAL.lock().unwrap();
+    let _g = serial();
     let nccl = Nccl::load_from(fake(23203)).unwrap();
     let comm = Communicator::init_rank_config(&nccl, 1, &id(), 0, &Config::new().blocking(false)).unwrap();
     assert_eq!(comm.async_error().unwrap(), nccl_trampoline::nccl::NcclResult::IN_PROGRESS);
@@ -364,6 +371,7 @@ fn non_blocking_config_reports_in_progress_and_refuses_per_thread_stream() {
 
 #[test]
 fn discovery_order_and_failures_list_every_candidate() {
+    let _g = serial();
     // Only this test touches these variables.
     let venv = common::work_dir("fake-venv");
     let site = venv.join("lib/python3.11/site-packages/nvidia/nccl/lib");
