@@ -191,4 +191,20 @@ pub enum Error {
         /// What is wrong.
         what: &'static str,
     },
+    /// A unique-id rendezvous failed (I/O or a malformed message).
+    #[error("rendezvous: {what}: {detail}")]
+    Rendezvous {
+        /// What failed.
+        what: &'static str,
+        /// The cause.
+        detail: String,
+    },
+    /// A unique-id rendezvous ran out of time.
+    #[error("rendezvous timed out after {waited:?} waiting for {waiting_for}")]
+    RendezvousTimeout {
+        /// How long it waited.
+        waited: std::time::Duration,
+        /// What it was waiting for.
+        waiting_for: &'static str,
+    },
 }

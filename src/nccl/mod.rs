@@ -19,6 +19,7 @@
 mod comm;
 mod config;
 mod library;
+pub mod rendezvous;
 mod types;
 
 pub use comm::{
