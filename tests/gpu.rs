@@ -205,21 +205,7 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
             group.end().unwrap();
             sync_all(&cuda, &ranks);
             drop(custom);
-            let want: Vec<f64> = (0..COUNT)
-                .map(|k| {
-                    let vals: Vec<f64> = (0..n).map(|r| value(r, k)).collect();
-                    let sum: f64 = vals.iter().sum();
-                    el.fit(match name.as_str() {
-                        "sum" => sum,
-                        "prod" => vals.iter().product(),
-                        "max" => vals.iter().cloned().fold(f64::MIN, f64::max),
-                        "min" => vals.iter().cloned().fold(f64::MAX, f64::min),
-                        "avg" if el.is_float() => vals.iter().map(|v| el.fit(v / n as f64)).sum(),
-                        "avg" => (sum / n as f64).floor(),
-                        _ => 2.0 * sum,
-                    })
-                })
-                .collect();
+            let want: Vec<f64> = (0..COUNT).map(|k| expected(el, &name, n, k)).collect();
             for (i, rank) in ranks.iter().enumerate() {
                 report.check(format!("all_reduce {el:?} {name} rank {i}"), download(&cuda, rank, rank.recv, el, COUNT), want.clone());
             }
@@ -278,6 +264,134 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
     }
     println!("{} passed, {} failed", report.0.len() - failed, failed);
     assert_eq!(failed, 0, "GPU cases failed (table above)");
+}
+
+/// What an all-reduce of `value(r, k)` over `n` ranks gives for element `k`.
+fn expected(el: El, op: &str, n: usize, k: usize) -> f64 {
+    let vals: Vec<f64> = (0..n).map(|r| value(r, k)).collect();
+    let sum: f64 = vals.iter().sum();
+    el.fit(match op {
+        "sum" => sum,
+        "prod" => vals.iter().product(),
+        "max" => vals.iter().cloned().fold(f64::MIN, f64::max),
+        "min" => vals.iter().cloned().fold(f64::MAX, f64::min),
+        "avg" if el.is_float() => vals.iter().map(|v| el.fit(v / n as f64)).sum(),
+        "avg" => (sum / n as f64).floor(),
+        _ => 2.0 * sum,
+    })
+}
+
+/// Two processes, one GPU each: rank 0 makes the id and serves it over the TCP rendezvous on
+/// loopback, rank 1 fetches it; both `ncclCommInitRank`, then every type x every reduction and
+/// send/recv both ways. The parent runs this test binary twice as the two ranks.
+#[test]
+fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
+    use nccl_trampoline::nccl::rendezvous;
+    use std::time::Duration;
+    if std::env::var("NCCL_TRAMPOLINE_GPU_TESTS").as_deref() != Ok("1") {
+        eprintln!("skipped: GPU test; set NCCL_TRAMPOLINE_GPU_TESTS=1 on a machine with GPUs");
+        return;
+    }
+    let Ok(rank) = std::env::var("NCCL_TRAMPOLINE_GPU_RANK") else {
+        // Parent: pick a loopback port, start both ranks, wait for them.
+        let cuda = Cuda::load();
+        if cuda.device_count() < 2 {
+            eprintln!("skipped: two-process test needs 2 GPUs");
+            return;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = (0..2)
+            .map(|r| {
+                std::process::Command::new(&exe)
+                    .args(["--exact", "gpu_two_processes_init_rank_with_tcp_rendezvous", "--nocapture", "--test-threads=1"])
+                    .env("NCCL_TRAMPOLINE_GPU_RANK", r.to_string())
+                    .env("NCCL_TRAMPOLINE_GPU_ROOT", format!("127.0.0.1:{port}"))
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
+        for (r, mut c) in children.into_iter().enumerate() {
+            let status = loop {
+                if let Some(s) = c.try_wait().unwrap() {
+                    break s;
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = c.kill();
+                    panic!("rank {r} did not finish in 180 s");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            assert!(status.success(), "rank {r} failed: {status}");
+        }
+        println!("two processes: both ranks passed");
+        return;
+    };
+    let rank: usize = rank.parse().unwrap();
+    let root: std::net::SocketAddr = std::env::var("NCCL_TRAMPOLINE_GPU_ROOT").unwrap().parse().unwrap();
+    let n = 2;
+    let nccl = Nccl::load().expect("load NCCL");
+    let cuda = Cuda::load();
+    cuda.set_device(rank as i32);
+    let id = if rank == 0 {
+        let id = nccl.unique_id().unwrap();
+        let server = rendezvous::TcpRoot::bind(root).unwrap();
+        server.serve(&id, n - 1, Duration::from_secs(60)).unwrap();
+        id
+    } else {
+        rendezvous::fetch_tcp(root, Duration::from_secs(60)).unwrap()
+    };
+    let comm = Communicator::init_rank(&nccl, n as i32, &id, rank as i32).expect("ncclCommInitRank");
+    assert_eq!((comm.count().unwrap(), comm.rank().unwrap()), (n as i32, rank as i32));
+    let me = Rank { comm, dev: rank as i32, stream: cuda.stream(), send: cuda.malloc(BUF), recv: cuda.malloc(BUF) };
+    let mut report = Report(Vec::new());
+    let ops: [(&str, Option<RedOp>); 6] = [
+        ("sum", Some(RedOp::SUM)),
+        ("prod", Some(RedOp::PROD)),
+        ("max", Some(RedOp::MAX)),
+        ("min", Some(RedOp::MIN)),
+        ("avg", Some(RedOp::AVG)),
+        ("premulsum(2)", None),
+    ];
+    for el in ALL {
+        for (name, op) in ops {
+            upload(&cuda, &me, me.send, el, &(0..COUNT).map(|k| value(rank, k)).collect::<Vec<_>>());
+            let custom = op.is_none().then(|| pre_mul_sum_two(&me.comm, el));
+            let op = op.unwrap_or_else(|| custom.as_ref().unwrap().1);
+            // SAFETY: BUF-byte device allocations of this GPU and its stream, alive past the sync.
+            unsafe { me.comm.all_reduce_raw(me.send, me.recv, COUNT, el.dtype(), op, me.stream) }.unwrap();
+            cuda.sync(me.stream);
+            drop(custom);
+            let want: Vec<f64> = (0..COUNT).map(|k| expected(el, name, n, k)).collect();
+            report.check(format!("2-process all_reduce {el:?} {name} rank {rank}"), download(&cuda, &me, me.recv, el, COUNT), want);
+        }
+    }
+    // Send/recv both directions: rank 0 -> 1, then 1 -> 0.
+    for (from, to) in [(0usize, 1usize), (1, 0)] {
+        let el = El::F32;
+        if rank == from {
+            upload(&cuda, &me, me.send, el, &(0..COUNT).map(|k| (from * 1000 + k) as f64).collect::<Vec<_>>());
+            // SAFETY: as above.
+            unsafe { me.comm.send_raw(me.send, COUNT, el.dtype(), to as i32, me.stream) }.unwrap();
+            cuda.sync(me.stream);
+        } else {
+            // SAFETY: as above.
+            unsafe { me.comm.recv_raw(me.recv, COUNT, el.dtype(), from as i32, me.stream) }.unwrap();
+            cuda.sync(me.stream);
+            let want: Vec<f64> = (0..COUNT).map(|k| (from * 1000 + k) as f64).collect();
+            report.check(format!("2-process send/recv {from} -> {to}"), download(&cuda, &me, me.recv, el, COUNT), want);
+        }
+    }
+    cuda.free(me.send);
+    cuda.free(me.recv);
+    me.comm.destroy().unwrap();
+    let failed = report.0.iter().filter(|(_, r)| r.is_err()).count();
+    for (case, r) in &report.0 {
+        println!("| {case} | {} |", r.as_ref().map_or_else(|e| format!("FAIL: {e}"), |_| "pass".to_string()));
+    }
+    println!("rank {rank}: {} passed, {} failed", report.0.len() - failed, failed);
+    assert_eq!(failed, 0);
 }
 
 /// A PreMulSum op with scalar 2 in the element type.
