@@ -76,8 +76,10 @@ cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
 step "native: the optional half feature"
 cargo test --quiet --lib --features half
-step "native: clippy"
+step "native: clippy and docs"
 cargo clippy --all-targets --quiet -- -D warnings
+cargo clippy --all-targets --quiet --features half -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
