@@ -78,7 +78,9 @@ step "native: the optional half feature"
 cargo test --quiet --lib --features half
 step "native: clippy and docs"
 cargo clippy --all-targets --quiet -- -D warnings
-cargo clippy --all-targets --quiet --features half -- -D warnings
+cargo clippy --all-targets --quiet --features half,cudarc -- -D warnings
+# The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine).
+cargo build --quiet --features cudarc --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"

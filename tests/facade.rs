@@ -111,6 +111,27 @@ unsafe impl DeviceBufferMut<f32> for HostBuf {
         self.0.as_mut_ptr().cast()
     }
 }
+/// A buffer bound to a stream, as cudarc slices are.
+struct BoundBuf(HostBuf, usize);
+// SAFETY: as for HostBuf.
+unsafe impl DeviceBuffer<f32> for BoundBuf {
+    fn device_ptr(&self) -> *const c_void {
+        self.0.device_ptr()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn stream(&self) -> Option<*mut c_void> {
+        Some(self.1 as *mut c_void)
+    }
+}
+// SAFETY: as for HostBuf.
+unsafe impl DeviceBufferMut<f32> for BoundBuf {
+    fn device_ptr_mut(&mut self) -> *mut c_void {
+        self.0.device_ptr_mut()
+    }
+}
+
 struct FakeStream(usize);
 // SAFETY: the stand-in only records the handle.
 unsafe impl Stream for FakeStream {
@@ -262,6 +283,13 @@ fn collectives_pass_every_argument_and_check_lengths_first() {
     let exp =
         Expect::default().name("ncclReduce").usize(0x10).usize(0x20).usize(5).i32(4).i32(0).i32(1).i32(1).usize(0x30);
     assert_eq!(log.bytes(), exp.0);
+
+    log.reset();
+    let mut bound = BoundBuf(HostBuf(vec![0.0; 8]), 0x77);
+    let err = comm.all_reduce(&send, &mut bound, RedOp::SUM, &stream).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "a buffer bound to another stream: {err}");
+    comm.all_reduce_in_place(&mut bound, RedOp::SUM, &FakeStream(0x77)).unwrap();
+    assert_eq!(&log.bytes()[..14], b"ncclAllReduce\0", "only the call on the buffer's own stream");
 
     log.reset();
     let mut short = HostBuf(vec![0.0; 15]);

@@ -1,7 +1,9 @@
-//! Real GPUs, one process driving every local GPU (`ncclCommInitAll` + groups): every
-//! collective, every data type NCCL has there x every reduction (sum, prod, max, min, avg,
-//! PreMulSum), checked element by element against values computed on the host; send/recv both
-//! ways round a ring; split into singletons; registration; ncclMemAlloc; finalize/destroy.
+//! Real GPUs. One process driving every local GPU (`ncclCommInitAll` + groups), and two
+//! processes with one GPU each (`ncclCommInitRank`, the id over the TCP rendezvous): every
+//! collective x every data type (int8 ... float64, float16, bfloat16) x, for the reducing ones,
+//! every reduction (sum, prod, max, min, avg, PreMulSum), checked element by element against
+//! values computed on the host; send/recv both ways round the ring; then split into
+//! singletons, registration, ncclMemAlloc, async error, finalize/destroy.
 //!
 //! Opt-in: runs only with NCCL_TRAMPOLINE_GPU_TESTS=1 (it says so when skipped). NCCL comes
 //! from the discovery order (set NCCL_TRAMPOLINE_LIBRARY to pick a build), the CUDA runtime
@@ -145,13 +147,6 @@ fn download(cuda: &Cuda, rank: &Rank, src: *mut c_void, el: El, n: usize) -> Vec
     bytes.chunks(el.size()).map(|c| el.decode(c)).collect()
 }
 
-fn sync_all(cuda: &Cuda, ranks: &[Rank]) {
-    for r in ranks {
-        cuda.set_device(r.dev);
-        cuda.sync(r.stream);
-    }
-}
-
 #[test]
 fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
     if std::env::var("NCCL_TRAMPOLINE_GPU_TESTS").as_deref() != Ok("1") {
@@ -181,40 +176,8 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
         assert_eq!((r.comm.count().unwrap(), r.comm.rank().unwrap(), r.comm.cu_device().unwrap()), (n as i32, i as i32, r.dev));
     }
 
-    // All-reduce: every type x every reduction.
-    let ops: [(&str, RedOp); 5] =
-        [("sum", RedOp::SUM), ("prod", RedOp::PROD), ("max", RedOp::MAX), ("min", RedOp::MIN), ("avg", RedOp::AVG)];
-    for el in ALL {
-        for (name, op) in ops.iter().map(|(n, o)| (n.to_string(), Some(*o))).chain([("premulsum(2)".to_string(), None)]) {
-            for (r, rank) in ranks.iter().enumerate() {
-                upload(&cuda, rank, rank.send, el, &(0..COUNT).map(|k| value(r, k)).collect::<Vec<_>>());
-            }
-            // PreMulSum ops are per communicator; they live until the collective has run.
-            let custom: Vec<_> = match op {
-                Some(_) => Vec::new(),
-                None => ranks.iter().map(|rank| pre_mul_sum_two(&rank.comm, el)).collect(),
-            };
-            let group = nccl.group().unwrap();
-            for (i, rank) in ranks.iter().enumerate() {
-                cuda.set_device(rank.dev);
-                let op = op.unwrap_or_else(|| custom[i].1);
-                // SAFETY: send/recv are BUF-byte device allocations of this rank's GPU, the
-                // stream belongs to it, and both outlive the synchronisation below.
-                unsafe { rank.comm.all_reduce_raw(rank.send, rank.recv, COUNT, el.dtype(), op, rank.stream) }.unwrap();
-            }
-            group.end().unwrap();
-            sync_all(&cuda, &ranks);
-            drop(custom);
-            let want: Vec<f64> = (0..COUNT).map(|k| expected(el, &name, n, k)).collect();
-            for (i, rank) in ranks.iter().enumerate() {
-                report.check(format!("all_reduce {el:?} {name} rank {i}"), download(&cuda, rank, rank.recv, el, COUNT), want.clone());
-            }
-        }
-    }
-
-    eprintln!("all_reduce: {} cases checked", report.0.len());
-    other_collectives(&nccl, &cuda, &ranks, &mut report);
-    eprintln!("other collectives: {} cases checked", report.0.len());
+    let local: Vec<(usize, &Rank)> = ranks.iter().enumerate().collect();
+    matrix(&nccl, &cuda, &local, n, &mut report);
 
     // Split into singletons: each child is a one-rank communicator.
     let parts: Vec<_> = ranks.iter().enumerate().map(|(i, r)| (&r.comm, i as i32, 0)).collect();
@@ -266,19 +229,143 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
     assert_eq!(failed, 0, "GPU cases failed (table above)");
 }
 
-/// What an all-reduce of `value(r, k)` over `n` ranks gives for element `k`.
-fn expected(el: El, op: &str, n: usize, k: usize) -> f64 {
-    let vals: Vec<f64> = (0..n).map(|r| value(r, k)).collect();
+/// What reducing `vals` (one per rank) with `op` gives, in the element type's arithmetic.
+fn combine(el: El, op: &str, vals: &[f64]) -> f64 {
+    let n = vals.len() as f64;
     let sum: f64 = vals.iter().sum();
     el.fit(match op {
         "sum" => sum,
         "prod" => vals.iter().product(),
         "max" => vals.iter().cloned().fold(f64::MIN, f64::max),
         "min" => vals.iter().cloned().fold(f64::MAX, f64::min),
-        "avg" if el.is_float() => vals.iter().map(|v| el.fit(v / n as f64)).sum(),
-        "avg" => (sum / n as f64).floor(),
+        "avg" if el.is_float() => vals.iter().map(|v| el.fit(v / n)).sum(),
+        "avg" => (sum / n).floor(),
         _ => 2.0 * sum,
     })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Coll {
+    AllReduce,
+    Reduce,
+    ReduceScatter,
+    Broadcast,
+    AllGather,
+    AllToAll,
+    Gather,
+    Scatter,
+    SendRecvForward,
+    SendRecvBackward,
+}
+
+const REDUCING: [Coll; 3] = [Coll::AllReduce, Coll::Reduce, Coll::ReduceScatter];
+const MOVING: [Coll; 7] =
+    [Coll::Broadcast, Coll::AllGather, Coll::AllToAll, Coll::Gather, Coll::Scatter, Coll::SendRecvForward, Coll::SendRecvBackward];
+const OPS: [&str; 6] = ["sum", "prod", "max", "min", "avg", "premulsum(2)"];
+
+/// Every collective x every type x (for the reducing ones) every reduction, for the ranks of
+/// `local` (global rank, rank) out of `n`; one group per case.
+fn matrix(nccl: &Nccl, cuda: &Cuda, local: &[(usize, &Rank)], n: usize, report: &mut Report) {
+    let before = report.0.len();
+    for el in ALL {
+        for coll in REDUCING {
+            for op in OPS {
+                run_case(nccl, cuda, local, n, coll, el, op, report);
+            }
+        }
+        for coll in MOVING {
+            let p2p = matches!(coll, Coll::SendRecvForward | Coll::SendRecvBackward);
+            let new = matches!(coll, Coll::AllToAll | Coll::Gather | Coll::Scatter);
+            if (p2p && n < 2) || (new && !nccl.has("ncclAlltoAll")) {
+                continue;
+            }
+            run_case(nccl, cuda, local, n, coll, el, "-", report);
+        }
+    }
+    eprintln!("collective matrix: {} cases checked", report.0.len() - before);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_case(nccl: &Nccl, cuda: &Cuda, local: &[(usize, &Rank)], n: usize, coll: Coll, el: El, op: &str, report: &mut Report) {
+    let c = COUNT;
+    let send_len = if matches!(coll, Coll::ReduceScatter | Coll::AllToAll | Coll::Scatter) { n * c } else { c };
+    for (r, rank) in local {
+        upload(cuda, rank, rank.send, el, &(0..send_len).map(|j| value(*r, j)).collect::<Vec<_>>());
+    }
+    // PreMulSum ops are per communicator; they live until the collective has run.
+    let custom: Vec<_> = if op.starts_with("premulsum") {
+        local.iter().map(|(_, rank)| Some(pre_mul_sum_two(&rank.comm, el))).collect()
+    } else {
+        local.iter().map(|_| None).collect()
+    };
+    let named = match op {
+        "sum" => RedOp::SUM,
+        "prod" => RedOp::PROD,
+        "max" => RedOp::MAX,
+        "min" => RedOp::MIN,
+        "avg" => RedOp::AVG,
+        _ => RedOp::SUM,
+    };
+    let root = if coll == Coll::Reduce { n - 1 } else { 0 };
+    let step = if coll == Coll::SendRecvBackward { n - 1 } else { 1 };
+    let dt = el.dtype();
+    {
+        let group = nccl.group().unwrap();
+        for (i, (r, x)) in local.iter().enumerate() {
+            let r = *r;
+            let redop = custom[i].as_ref().map_or(named, |(_, id)| *id);
+            cuda.set_device(x.dev);
+            let comm = &x.comm;
+            // SAFETY: send/recv are BUF-byte device allocations of this rank's GPU (room for
+            // n * COUNT elements of 8 bytes, n <= 8), the stream is this GPU's, and both
+            // outlive the synchronisation below.
+            let result = unsafe {
+                match coll {
+                    Coll::AllReduce => comm.all_reduce_raw(x.send, x.recv, c, dt, redop, x.stream),
+                    Coll::Reduce => comm.reduce_raw(x.send, x.recv, c, dt, redop, root as i32, x.stream),
+                    Coll::ReduceScatter => comm.reduce_scatter_raw(x.send, x.recv, c, dt, redop, x.stream),
+                    Coll::Broadcast => comm.broadcast_raw(x.send, x.recv, c, dt, 0, x.stream),
+                    Coll::AllGather => comm.all_gather_raw(x.send, x.recv, c, dt, x.stream),
+                    Coll::AllToAll => comm.all_to_all_raw(x.send, x.recv, c, dt, x.stream),
+                    Coll::Gather => comm.gather_raw(x.send, x.recv, c, dt, 0, x.stream),
+                    Coll::Scatter => comm.scatter_raw(x.send, x.recv, c, dt, 0, x.stream),
+                    Coll::SendRecvForward | Coll::SendRecvBackward => comm
+                        .send_raw(x.send, c, dt, ((r + step) % n) as i32, x.stream)
+                        .and_then(|_| comm.recv_raw(x.recv, c, dt, ((r + n - step) % n) as i32, x.stream)),
+                }
+            };
+            result.unwrap_or_else(|e| panic!("{coll:?} {el:?} {op}: {e}"));
+        }
+        group.end().unwrap_or_else(|e| panic!("ncclGroupEnd for {coll:?} {el:?} {op}: {e}"));
+    }
+    for (_, x) in local {
+        cuda.set_device(x.dev);
+        cuda.sync(x.stream);
+    }
+    drop(custom);
+    for (r, x) in local {
+        let r = *r;
+        let column = |j: usize| -> Vec<f64> { (0..n).map(|s| value(s, j)).collect() };
+        let want: Option<Vec<f64>> = match coll {
+            Coll::AllReduce => Some((0..c).map(|k| combine(el, op, &column(k))).collect()),
+            Coll::Reduce => (r == root).then(|| (0..c).map(|k| combine(el, op, &column(k))).collect()),
+            Coll::ReduceScatter => Some((0..c).map(|k| combine(el, op, &column(r * c + k))).collect()),
+            Coll::Broadcast => Some((0..c).map(|k| value(0, k)).collect()),
+            Coll::AllGather => Some((0..n).flat_map(|s| (0..c).map(move |k| value(s, k))).collect()),
+            Coll::AllToAll => Some((0..n).flat_map(|s| (0..c).map(move |k| value(s, r * c + k))).collect()),
+            Coll::Gather => (r == 0).then(|| (0..n).flat_map(|s| (0..c).map(move |k| value(s, k))).collect()),
+            Coll::Scatter => Some((0..c).map(|k| value(0, r * c + k)).collect()),
+            Coll::SendRecvForward | Coll::SendRecvBackward => {
+                let from = (r + n - step) % n;
+                Some((0..c).map(|k| value(from, k)).collect())
+            }
+        };
+        if let Some(want) = want {
+            let got = download(cuda, x, x.recv, el, want.len());
+            let name = if op == "-" { format!("{coll:?} {el:?} rank {r}") } else { format!("{coll:?} {el:?} {op} rank {r}") };
+            report.check(name, got, want);
+        }
+    }
 }
 
 /// Two processes, one GPU each: rank 0 makes the id and serves it over the TCP rendezvous on
@@ -346,43 +433,7 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
     assert_eq!((comm.count().unwrap(), comm.rank().unwrap()), (n as i32, rank as i32));
     let me = Rank { comm, dev: rank as i32, stream: cuda.stream(), send: cuda.malloc(BUF), recv: cuda.malloc(BUF) };
     let mut report = Report(Vec::new());
-    let ops: [(&str, Option<RedOp>); 6] = [
-        ("sum", Some(RedOp::SUM)),
-        ("prod", Some(RedOp::PROD)),
-        ("max", Some(RedOp::MAX)),
-        ("min", Some(RedOp::MIN)),
-        ("avg", Some(RedOp::AVG)),
-        ("premulsum(2)", None),
-    ];
-    for el in ALL {
-        for (name, op) in ops {
-            upload(&cuda, &me, me.send, el, &(0..COUNT).map(|k| value(rank, k)).collect::<Vec<_>>());
-            let custom = op.is_none().then(|| pre_mul_sum_two(&me.comm, el));
-            let op = op.unwrap_or_else(|| custom.as_ref().unwrap().1);
-            // SAFETY: BUF-byte device allocations of this GPU and its stream, alive past the sync.
-            unsafe { me.comm.all_reduce_raw(me.send, me.recv, COUNT, el.dtype(), op, me.stream) }.unwrap();
-            cuda.sync(me.stream);
-            drop(custom);
-            let want: Vec<f64> = (0..COUNT).map(|k| expected(el, name, n, k)).collect();
-            report.check(format!("2-process all_reduce {el:?} {name} rank {rank}"), download(&cuda, &me, me.recv, el, COUNT), want);
-        }
-    }
-    // Send/recv both directions: rank 0 -> 1, then 1 -> 0.
-    for (from, to) in [(0usize, 1usize), (1, 0)] {
-        let el = El::F32;
-        if rank == from {
-            upload(&cuda, &me, me.send, el, &(0..COUNT).map(|k| (from * 1000 + k) as f64).collect::<Vec<_>>());
-            // SAFETY: as above.
-            unsafe { me.comm.send_raw(me.send, COUNT, el.dtype(), to as i32, me.stream) }.unwrap();
-            cuda.sync(me.stream);
-        } else {
-            // SAFETY: as above.
-            unsafe { me.comm.recv_raw(me.recv, COUNT, el.dtype(), from as i32, me.stream) }.unwrap();
-            cuda.sync(me.stream);
-            let want: Vec<f64> = (0..COUNT).map(|k| (from * 1000 + k) as f64).collect();
-            report.check(format!("2-process send/recv {from} -> {to}"), download(&cuda, &me, me.recv, el, COUNT), want);
-        }
-    }
+    matrix(&nccl, &cuda, &[(rank, &me)], n, &mut report);
     cuda.free(me.send);
     cuda.free(me.recv);
     me.comm.destroy().unwrap();
@@ -415,93 +466,4 @@ fn pre_mul_sum_two<'c, 'n>(comm: &'c Communicator<'n>, el: El) -> (nccl_trampoli
     .expect("ncclRedOpCreatePreMulSum");
     let id = op.op();
     (op, id)
-}
-
-fn other_collectives(nccl: &Nccl, cuda: &Cuda, ranks: &[Rank], report: &mut Report) {
-    let n = ranks.len();
-    let el = El::F32;
-    let c = COUNT;
-    let seg = |r: usize, len: usize| -> Vec<f64> { (0..len).map(|k| (r * 10_000 + k) as f64).collect() };
-    let run = |f: &dyn Fn(usize, &Rank)| {
-        let group = nccl.group().unwrap();
-        for (i, r) in ranks.iter().enumerate() {
-            cuda.set_device(r.dev);
-            f(i, r);
-        }
-        group.end().unwrap();
-        sync_all(cuda, ranks);
-    };
-
-    // Broadcast from root 0 into recv.
-    for (i, r) in ranks.iter().enumerate() {
-        upload(cuda, r, r.send, el, &seg(i, c));
-    }
-    // SAFETY (every closure below): buffers are BUF-byte device allocations of the rank's GPU
-    // and counts stay within them; streams belong to the GPU; everything outlives the sync.
-    run(&|_, r| unsafe { r.comm.broadcast_raw(r.send, r.recv, c, el.dtype(), 0, r.stream) }.unwrap());
-    for (i, r) in ranks.iter().enumerate() {
-        report.check(format!("broadcast f32 root 0 rank {i}"), download(cuda, r, r.recv, el, c), seg(0, c));
-    }
-
-    // Reduce (sum) to the last rank.
-    let root = n - 1;
-    run(&|_, r| unsafe { r.comm.reduce_raw(r.send, r.recv, c, el.dtype(), RedOp::SUM, root as i32, r.stream) }.unwrap());
-    let want: Vec<f64> = (0..c).map(|k| (0..n).map(|r| seg(r, c)[k]).sum()).collect();
-    report.check(format!("reduce f32 sum root {root}"), download(cuda, &ranks[root], ranks[root].recv, el, c), want);
-
-    // All-gather: rank order concatenation.
-    run(&|_, r| unsafe { r.comm.all_gather_raw(r.send, r.recv, c, el.dtype(), r.stream) }.unwrap());
-    let want: Vec<f64> = (0..n).flat_map(|r| seg(r, c)).collect();
-    for (i, r) in ranks.iter().enumerate() {
-        report.check(format!("all_gather f32 rank {i}"), download(cuda, r, r.recv, el, n * c), want.clone());
-    }
-
-    // Reduce-scatter: send n*c, rank i gets the sum of segment i.
-    for (i, r) in ranks.iter().enumerate() {
-        upload(cuda, r, r.send, el, &seg(i, n * c));
-    }
-    run(&|_, r| unsafe { r.comm.reduce_scatter_raw(r.send, r.recv, c, el.dtype(), RedOp::SUM, r.stream) }.unwrap());
-    for (i, r) in ranks.iter().enumerate() {
-        let want: Vec<f64> = (0..c).map(|k| (0..n).map(|s| seg(s, n * c)[i * c + k]).sum()).collect();
-        report.check(format!("reduce_scatter f32 sum rank {i}"), download(cuda, r, r.recv, el, c), want);
-    }
-
-    // All-to-all: rank i's segment j goes to rank j's segment i.
-    if nccl.has("ncclAlltoAll") {
-        run(&|_, r| unsafe { r.comm.all_to_all_raw(r.send, r.recv, c, el.dtype(), r.stream) }.unwrap());
-        for (i, r) in ranks.iter().enumerate() {
-            let want: Vec<f64> = (0..n).flat_map(|s| seg(s, n * c)[i * c..(i + 1) * c].to_vec()).collect();
-            report.check(format!("all_to_all f32 rank {i}"), download(cuda, r, r.recv, el, n * c), want);
-        }
-        // Gather to root 0 and scatter from root 0.
-        run(&|_, r| unsafe { r.comm.gather_raw(r.send, r.recv, c, el.dtype(), 0, r.stream) }.unwrap());
-        let want: Vec<f64> = (0..n).flat_map(|s| seg(s, n * c)[..c].to_vec()).collect();
-        report.check("gather f32 root 0".into(), download(cuda, &ranks[0], ranks[0].recv, el, n * c), want);
-        run(&|_, r| unsafe { r.comm.scatter_raw(r.send, r.recv, c, el.dtype(), 0, r.stream) }.unwrap());
-        for (i, r) in ranks.iter().enumerate() {
-            report.check(format!("scatter f32 root 0 rank {i}"), download(cuda, r, r.recv, el, c), seg(0, n * c)[i * c..(i + 1) * c].to_vec());
-        }
-    } else {
-        report.0.push(("all_to_all/gather/scatter".into(), Err(format!("NCCL {} lacks them (2.28.3)", nccl.version()))));
-    }
-
-    // Send/recv round the ring, both directions.
-    if n > 1 {
-        for (dir, step) in [("forward", 1usize), ("backward", n - 1)] {
-            for (i, r) in ranks.iter().enumerate() {
-                upload(cuda, r, r.send, el, &seg(i, c));
-            }
-            run(&|i, r| {
-                let (to, from) = ((i + step) % n, (i + n - step) % n);
-                unsafe {
-                    r.comm.send_raw(r.send, c, el.dtype(), to as i32, r.stream).unwrap();
-                    r.comm.recv_raw(r.recv, c, el.dtype(), from as i32, r.stream).unwrap();
-                }
-            });
-            for (i, r) in ranks.iter().enumerate() {
-                let from = (i + n - step) % n;
-                report.check(format!("send/recv {dir} rank {i} <- {from}"), download(cuda, r, r.recv, el, c), seg(from, c));
-            }
-        }
-    }
 }

@@ -47,6 +47,12 @@ pub unsafe trait DeviceBuffer<T: NcclScalar> {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The stream the buffer is ordered on, if it has one (cudarc slices do). The safe
+    /// collectives refuse a different stream, since nothing would order the collective after
+    /// the buffer's pending work or later work after the collective.
+    fn stream(&self) -> Option<*mut c_void> {
+        None
+    }
 }
 
 /// Device memory the safe collectives write.
@@ -242,6 +248,14 @@ impl<'n> Communicator<'n> {
     fn stream_ok(&self, stream: *mut c_void) -> Result<(), Error> {
         if self.nonblocking && stream as usize == CUDA_STREAM_PER_THREAD {
             return Err(Error::InvalidArgument { what: "cudaStreamPerThread with a non-blocking communicator" });
+        }
+        Ok(())
+    }
+
+    /// The safe forms' stream check: a buffer bound to a stream must be used on that stream.
+    fn same_stream(&self, bound: &[Option<*mut c_void>], stream: *mut c_void) -> Result<(), Error> {
+        if bound.iter().flatten().any(|s| *s != stream) {
+            return Err(Error::InvalidArgument { what: "a buffer is bound to another stream than the collective's" });
         }
         Ok(())
     }
@@ -470,6 +484,7 @@ impl<'n> Communicator<'n> {
         stream: &impl Stream,
     ) -> Result<(), Error> {
         at_least("all_reduce recv", send.len(), recv.len())?;
+        self.same_stream(&[send.stream(), recv.stream()], stream.as_raw())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
         unsafe {
             self.all_reduce_raw(send.device_ptr(), recv.device_ptr_mut(), send.len(), T::DATA_TYPE, op, stream.as_raw())
@@ -483,6 +498,7 @@ impl<'n> Communicator<'n> {
         op: RedOp,
         stream: &impl Stream,
     ) -> Result<(), Error> {
+        self.same_stream(&[buf.stream()], stream.as_raw())?;
         let p = buf.device_ptr_mut();
         // SAFETY: the buffer trait's contract; send == recv is NCCL's in-place form.
         unsafe { self.all_reduce_raw(p, p, buf.len(), T::DATA_TYPE, op, stream.as_raw()) }
@@ -495,6 +511,7 @@ impl<'n> Communicator<'n> {
         root: i32,
         stream: &impl Stream,
     ) -> Result<(), Error> {
+        self.same_stream(&[buf.stream()], stream.as_raw())?;
         let p = buf.device_ptr_mut();
         // SAFETY: the buffer trait's contract; in place.
         unsafe { self.broadcast_raw(p, p, buf.len(), T::DATA_TYPE, root, stream.as_raw()) }
@@ -510,6 +527,7 @@ impl<'n> Communicator<'n> {
         stream: &impl Stream,
     ) -> Result<(), Error> {
         at_least("reduce recv", send.len(), recv.len())?;
+        self.same_stream(&[send.stream(), recv.stream()], stream.as_raw())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
         unsafe {
             self.reduce_raw(
@@ -533,6 +551,7 @@ impl<'n> Communicator<'n> {
     ) -> Result<(), Error> {
         let n = self.ranks()?;
         at_least("all_gather recv", send.len().saturating_mul(n), recv.len())?;
+        self.same_stream(&[send.stream(), recv.stream()], stream.as_raw())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
         unsafe {
             self.all_gather_raw(send.device_ptr(), recv.device_ptr_mut(), send.len(), T::DATA_TYPE, stream.as_raw())
@@ -549,6 +568,7 @@ impl<'n> Communicator<'n> {
     ) -> Result<(), Error> {
         let n = self.ranks()?;
         at_least("reduce_scatter send", recv.len().saturating_mul(n), send.len())?;
+        self.same_stream(&[send.stream(), recv.stream()], stream.as_raw())?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
         unsafe {
             self.reduce_scatter_raw(
@@ -569,6 +589,7 @@ impl<'n> Communicator<'n> {
         peer: i32,
         stream: &impl Stream,
     ) -> Result<(), Error> {
+        self.same_stream(&[buf.stream()], stream.as_raw())?;
         // SAFETY: the buffer trait's contract.
         unsafe { self.send_raw(buf.device_ptr(), buf.len(), T::DATA_TYPE, peer, stream.as_raw()) }
     }
@@ -580,6 +601,7 @@ impl<'n> Communicator<'n> {
         peer: i32,
         stream: &impl Stream,
     ) -> Result<(), Error> {
+        self.same_stream(&[buf.stream()], stream.as_raw())?;
         // SAFETY: the buffer trait's contract.
         unsafe { self.recv_raw(buf.device_ptr_mut(), buf.len(), T::DATA_TYPE, peer, stream.as_raw()) }
     }
@@ -591,6 +613,7 @@ impl<'n> Communicator<'n> {
         recv: &mut impl DeviceBufferMut<T>,
         stream: &impl Stream,
     ) -> Result<(), Error> {
+        self.same_stream(&[send.stream(), recv.stream()], stream.as_raw())?;
         let n = self.ranks()?;
         if send.len() != recv.len() || send.len() % n != 0 {
             return Err(Error::LengthMismatch {

@@ -18,6 +18,8 @@
 
 mod comm;
 mod config;
+#[cfg(feature = "cudarc")]
+pub mod cudarc;
 mod library;
 pub mod rendezvous;
 mod types;
