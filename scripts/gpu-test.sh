@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Builds the GPU test binary here (x86-64, release, with 16-bit float support) and stages it in
-# .device-bin/ (git-ignored) for the GPU machine, which has CUDA and NCCL but no Rust. Run it
-# there with, for each NCCL build to test:
-#   NCCL_NVLS_ENABLE=0 NCCL_TRAMPOLINE_GPU_TESTS=1 NCCL_TRAMPOLINE_LIBRARY=<libnccl.so.2> \
-#   NCCL_TRAMPOLINE_CUDART=<libcudart.so> .device-bin/gpu --nocapture --test-threads=1
-# docs/gpu-results.md records the exact command used and its results.
+# Builds the GPU test binary (x86-64, release, with 16-bit float support) and the cudarc
+# examples here, and stages them in .device-bin/ (git-ignored) for the GPU machine, which has
+# CUDA and NCCL but no Rust. Carry .device-bin there and run `scripts/gpu-run.sh` from the
+# repository root: it runs everything against each NCCL build and saves the logs.
+# docs/gpu-results.md records a run and its results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(cargo test --release --features half --test gpu --no-run --message-format=json 2>/dev/null |
@@ -15,5 +14,7 @@ for l in sys.stdin:
         print(m["executable"])')
 mkdir -p .device-bin
 cp "$bin" .device-bin/gpu
-strip .device-bin/gpu
-ls -l .device-bin/gpu
+cargo build --release --quiet --features cudarc --example init_all --example allreduce
+cp target/release/examples/init_all target/release/examples/allreduce .device-bin/
+strip .device-bin/gpu .device-bin/init_all .device-bin/allreduce
+ls -l .device-bin/
