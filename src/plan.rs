@@ -26,12 +26,23 @@ struct Step {
     dst: u32,
 }
 
+/// What a step does; the integer width is chosen when the plan is made, not at each call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StepKind {
-    /// Integer of `len` bytes, sign-extended to 64 bits.
-    SignExtend,
-    /// Integer of `len` bytes, zero-extended to 64 bits.
-    ZeroExtend,
+    /// `int8_t`, sign-extended to 64 bits.
+    Sext8,
+    /// `int16_t`, sign-extended to 64 bits.
+    Sext16,
+    /// `int32_t`, sign-extended to 64 bits.
+    Sext32,
+    /// `uint8_t`, zero-extended to 64 bits.
+    Zext8,
+    /// `uint16_t`, zero-extended to 64 bits.
+    Zext16,
+    /// `uint32_t`, zero-extended to 64 bits.
+    Zext32,
+    /// A 64-bit integer or pointer.
+    Load64,
     /// `len` raw bytes from byte `src` of the argument.
     Bytes,
     /// The address of workspace byte `src`, as a pointer.
@@ -76,7 +87,11 @@ pub struct CallPlan {
     stack_len: u32,
     copy_len: u32,
     vector_count: u8,
-    result: ResultPlace,
+    /// Result copies out of the frame: (frame offset, result offset, bytes); at most four
+    /// pieces (an HFA of four members).
+    ret_copies: [(u16, u16, u16); 4],
+    ret_count: u8,
+    returns_value: bool,
     indirect_result: bool,
 }
 
@@ -111,7 +126,15 @@ impl CallPlan {
             .iter()
             .map(|m| match *m {
                 Move::Int { arg, len, signed, to } => {
-                    let kind = if signed { StepKind::SignExtend } else { StepKind::ZeroExtend };
+                    let kind = match (len, signed) {
+                        (1, true) => StepKind::Sext8,
+                        (2, true) => StepKind::Sext16,
+                        (4, true) => StepKind::Sext32,
+                        (1, false) => StepKind::Zext8,
+                        (2, false) => StepKind::Zext16,
+                        (4, false) => StepKind::Zext32,
+                        _ => StepKind::Load64,
+                    };
                     Step { kind, arg, src: 0, len: u32::from(len), dst: dst(to) }
                 }
                 Move::Bytes { arg, src, len, to } => Step { kind: StepKind::Bytes, arg, src, len, dst: dst(to) },
@@ -131,6 +154,21 @@ impl CallPlan {
             })
             .collect();
         let indirect_result = matches!(p.result, ResultPlace::Indirect { via_x8: true });
+        let mut ret_copies = [(0u16, 0u16, 0u16); 4];
+        let mut ret_count = 0u8;
+        if let ResultPlace::Regs(pieces) = &p.result {
+            // Both ABIs return in at most 4 registers; offsets and lengths fit u16 (frame of
+            // 320 bytes, pieces of at most 16).
+            for (slot, piece) in ret_copies.iter_mut().zip(pieces) {
+                let src = match piece.from {
+                    RetReg::Int(n) => engine::offsets::FRAME_RET_INT + 8 * usize::from(n),
+                    RetReg::Vec(n) => engine::offsets::FRAME_RET_VEC + 16 * usize::from(n),
+                };
+                *slot = (src as u16, piece.dst as u16, piece.len as u16);
+                ret_count += 1;
+            }
+        }
+        let returns_value = !matches!(p.result, ResultPlace::Void);
         CallPlan {
             abi,
             signature,
@@ -138,7 +176,9 @@ impl CallPlan {
             stack_len: p.stack_len as u32,
             copy_len: p.copy_len as u32,
             vector_count: p.vector_count,
-            result: p.result,
+            ret_copies,
+            ret_count,
+            returns_value,
             indirect_result,
         }
     }
@@ -189,7 +229,7 @@ impl CallPlan {
         if args.iter().any(|a| a.is_null()) {
             return Err(Error::NullPointer { what: "argument" });
         }
-        if ret.is_null() && !matches!(self.result, ResultPlace::Void) {
+        if ret.is_null() && self.returns_value {
             return Err(Error::NullPointer { what: "result" });
         }
         // A let-else, not `ok_or`: the error value is built only on the failure path.
@@ -286,31 +326,20 @@ impl CallPlan {
             // offsets lie inside stack_len + copy_len <= N); sources never overlap it.
             unsafe {
                 let dst = base.add(step.dst as usize);
+                // `call` checked args.len() against the signature, and every step that reads
+                // an argument names one of the signature's (steps that read none, such as
+                // ResultAddress, never call this).
+                let arg = || args.get_unchecked(usize::from(step.arg)).cast::<u8>();
+                let word = |v: u64| dst.cast::<u64>().write_unaligned(v);
                 match step.kind {
-                    StepKind::SignExtend => {
-                        let p = args[usize::from(step.arg)].cast::<u8>();
-                        let v: i64 = match step.len {
-                            1 => i64::from(p.cast::<i8>().read_unaligned()),
-                            2 => i64::from(p.cast::<i16>().read_unaligned()),
-                            4 => i64::from(p.cast::<i32>().read_unaligned()),
-                            _ => p.cast::<i64>().read_unaligned(),
-                        };
-                        dst.cast::<i64>().write_unaligned(v);
-                    }
-                    StepKind::ZeroExtend => {
-                        let p = args[usize::from(step.arg)].cast::<u8>();
-                        let v: u64 = match step.len {
-                            1 => u64::from(p.read_unaligned()),
-                            2 => u64::from(p.cast::<u16>().read_unaligned()),
-                            4 => u64::from(p.cast::<u32>().read_unaligned()),
-                            _ => p.cast::<u64>().read_unaligned(),
-                        };
-                        dst.cast::<u64>().write_unaligned(v);
-                    }
-                    StepKind::Bytes => {
-                        let p = args[usize::from(step.arg)].cast::<u8>().add(step.src as usize);
-                        copy_bytes(p, dst, step.len as usize);
-                    }
+                    StepKind::Sext8 => word(i64::from(arg().cast::<i8>().read_unaligned()) as u64),
+                    StepKind::Sext16 => word(i64::from(arg().cast::<i16>().read_unaligned()) as u64),
+                    StepKind::Sext32 => word(i64::from(arg().cast::<i32>().read_unaligned()) as u64),
+                    StepKind::Zext8 => word(u64::from(arg().read_unaligned())),
+                    StepKind::Zext16 => word(u64::from(arg().cast::<u16>().read_unaligned())),
+                    StepKind::Zext32 => word(u64::from(arg().cast::<u32>().read_unaligned())),
+                    StepKind::Load64 => word(arg().cast::<u64>().read_unaligned()),
+                    StepKind::Bytes => copy_bytes(arg().add(step.src as usize), dst, step.len as usize),
                     StepKind::CopyAddress => {
                         dst.cast::<usize>().write_unaligned(base.add(step.src as usize) as usize);
                     }
@@ -335,18 +364,10 @@ impl CallPlan {
         }
         let fp = base;
 
-        if let ResultPlace::Regs(pieces) = &self.result {
-            for piece in pieces {
-                let src = match piece.from {
-                    RetReg::Int(n) => engine::offsets::FRAME_RET_INT + 8 * usize::from(n),
-                    RetReg::Vec(n) => engine::offsets::FRAME_RET_VEC + 16 * usize::from(n),
-                };
-                // SAFETY: the entry wrote every return slot; ret is valid for the result's
-                // size (call's contract) and pieces lie inside it.
-                unsafe {
-                    copy_bytes(fp.add(src), ret.cast::<u8>().add(piece.dst as usize), piece.len as usize);
-                }
-            }
+        for &(src, dst, len) in &self.ret_copies[..usize::from(self.ret_count)] {
+            // SAFETY: the entry wrote every return slot; ret is valid for the result's size
+            // (call's contract) and every piece lies inside it.
+            unsafe { copy_bytes(fp.add(usize::from(src)), ret.cast::<u8>().add(usize::from(dst)), usize::from(len)) };
         }
     }
 }
@@ -408,6 +429,24 @@ mod tests {
         // SAFETY: `add` has the planned signature.
         unsafe { plan.call(f, &[arg(&a), arg(&b)], ret) }.unwrap();
         assert_eq!(r, 3);
+    }
+
+    #[repr(C)]
+    #[derive(Debug, PartialEq)]
+    struct Big([i64; 4]);
+
+    extern "C" fn no_arguments_big_result() -> Big {
+        Big([1, -2, 3, -4])
+    }
+
+    #[test]
+    fn no_arguments_and_a_result_through_memory() {
+        let big = Type::Aggregate(crate::Aggregate::builder().array(Type::I64, 4).build().unwrap());
+        let Ok(plan) = CallPlan::new(&Signature::new(vec![], Some(big)).unwrap()) else { return };
+        let mut out = Big([0; 4]);
+        // SAFETY: the function has the planned signature; `out` is a Big.
+        unsafe { plan.call(no_arguments_big_result as *const c_void, &[], (&mut out as *mut Big).cast()) }.unwrap();
+        assert_eq!(out, Big([1, -2, 3, -4]));
     }
 
     #[test]
