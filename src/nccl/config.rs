@@ -207,7 +207,7 @@ impl Config {
     /// (before 2.14), a field it does not know, a name with a NUL byte, an unknown field, or
     /// only one of minCTAs/maxCTAs.
     pub fn encode(&self, version: Version) -> Result<ConfigBuffer, Error> {
-        let size = config_size(version).ok_or(Error::Unsupported {
+        let size = config_size(version).ok_or_else(|| Error::Unsupported {
             symbol: "ncclConfig_t",
             needs: "2.14.0".to_string(),
             loaded: version.to_string(),

@@ -390,8 +390,8 @@ impl Nccl {
         if !r.is_success() {
             return Err(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()));
         }
-        nccl.version =
-            Version::from_code(code).ok_or(Error::LibraryLoad { reason: format!("ncclGetVersion gave {code}") })?;
+        nccl.version = Version::from_code(code)
+            .ok_or_else(|| Error::LibraryLoad { reason: format!("ncclGetVersion gave {code}") })?;
         Ok(nccl)
     }
 

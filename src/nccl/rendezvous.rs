@@ -30,7 +30,10 @@ fn message(id: &UniqueId) -> [u8; MESSAGE] {
 
 fn parse(m: &[u8]) -> Result<UniqueId, Error> {
     if m.len() != MESSAGE || &m[..8] != MAGIC {
-        return Err(Error::Rendezvous { what: "bad rendezvous message", detail: format!("{} bytes, wrong magic or length", m.len()) });
+        return Err(Error::Rendezvous {
+            what: "bad rendezvous message",
+            detail: format!("{} bytes, wrong magic or length", m.len()),
+        });
     }
     UniqueId::from_bytes(&m[8..])
 }
@@ -68,12 +71,17 @@ impl TcpRoot {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
                     stream.set_nonblocking(false).map_err(io_err("cannot configure a rendezvous connection"))?;
-                    stream.set_write_timeout(Some(remaining(deadline)?)).map_err(io_err("cannot configure a rendezvous connection"))?;
+                    stream
+                        .set_write_timeout(Some(remaining(deadline)?))
+                        .map_err(io_err("cannot configure a rendezvous connection"))?;
                     stream.write_all(&msg).map_err(io_err("cannot send the unique id"))?;
                     served += 1;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    remaining(deadline).map_err(|_| Error::RendezvousTimeout { waited: timeout, waiting_for: "ranks to fetch the unique id" })?;
+                    remaining(deadline).map_err(|_| Error::RendezvousTimeout {
+                        waited: timeout,
+                        waiting_for: "ranks to fetch the unique id",
+                    })?;
                     std::thread::sleep(POLL);
                 }
                 Err(e) => return Err(io_err("accepting a rendezvous connection failed")(e)),
@@ -100,7 +108,9 @@ pub fn fetch_tcp(root: SocketAddr, timeout: Duration) -> Result<UniqueId, Error>
         let left = remaining(deadline).map_err(|_| timed_out())?;
         match TcpStream::connect_timeout(&root, left) {
             Ok(mut stream) => {
-                stream.set_read_timeout(Some(remaining(deadline).map_err(|_| timed_out())?)).map_err(io_err("cannot configure the connection"))?;
+                stream
+                    .set_read_timeout(Some(remaining(deadline).map_err(|_| timed_out())?))
+                    .map_err(io_err("cannot configure the connection"))?;
                 let mut m = Vec::with_capacity(MESSAGE);
                 (&mut stream).take(MESSAGE as u64 + 1).read_to_end(&mut m).map_err(|e| {
                     if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
@@ -162,7 +172,8 @@ mod tests {
         let root = TcpRoot::bind_loopback().unwrap();
         let addr = root.local_addr().unwrap();
         assert!(addr.ip().is_loopback());
-        let peers: Vec<_> = (0..3).map(|_| std::thread::spawn(move || fetch_tcp(addr, Duration::from_secs(10)))).collect();
+        let peers: Vec<_> =
+            (0..3).map(|_| std::thread::spawn(move || fetch_tcp(addr, Duration::from_secs(10)))).collect();
         root.serve(&id(7), 3, Duration::from_secs(10)).unwrap();
         for p in peers {
             assert_eq!(p.join().unwrap().unwrap(), id(7));
