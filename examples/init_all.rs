@@ -39,7 +39,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("rank {r}: element {i} is {}, expected {want}", out[i]).into());
         }
     }
-    println!("init_all over {n} GPUs (NCCL {}): {COUNT} floats all-reduced on each, every element = {want}: verified", nccl.version());
+    println!(
+        "init_all over {n} GPUs (NCCL {}): {COUNT} floats all-reduced on each, every element = {want}: verified",
+        nccl.version()
+    );
     for comm in comms {
         comm.destroy()?;
     }

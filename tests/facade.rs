@@ -413,7 +413,11 @@ fn discovery_order_and_failures_list_every_candidate() {
     assert_eq!(found.result.as_ref().map(|n| n.version()).ok(), Some(Version::new(2, 32, 3)));
     assert_eq!(found.chosen.as_ref().map(|c| c.source), Some(Source::Environment));
     let venv_lib = site.join("libnccl.so.2");
-    assert!(found.shadowed.iter().any(|s| s.source == Source::PythonEnvironment && s.path == venv_lib), "{:?}", found.shadowed);
+    assert!(
+        found.shadowed.iter().any(|s| s.source == Source::PythonEnvironment && s.path == venv_lib),
+        "{:?}",
+        found.shadowed
+    );
     assert_eq!((c[0].source, c[0].path.clone()), (Source::Environment, fake(23203)));
     let py = c.iter().position(|c| c.source == Source::PythonEnvironment).expect("the venv's NCCL");
     let sys = c.iter().position(|c| c.source == Source::System).unwrap();

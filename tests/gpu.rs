@@ -158,7 +158,15 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
     let cuda = Cuda::load();
     let (drv, rt) = cuda.versions();
     let n = cuda.device_count() as usize;
-    eprintln!("NCCL {} from {}; CUDA runtime {} ({}), driver API {}; {} GPUs", nccl.version(), nccl.path().display(), rt, cuda.path, drv, n);
+    eprintln!(
+        "NCCL {} from {}; CUDA runtime {} ({}), driver API {}; {} GPUs",
+        nccl.version(),
+        nccl.path().display(),
+        rt,
+        cuda.path,
+        drv,
+        n
+    );
     assert!(n >= 1);
 
     let devices: Vec<i32> = (0..n as i32).collect();
@@ -173,7 +181,10 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
         .collect();
     let mut report = Report(Vec::new());
     for (i, r) in ranks.iter().enumerate() {
-        assert_eq!((r.comm.count().unwrap(), r.comm.rank().unwrap(), r.comm.cu_device().unwrap()), (n as i32, i as i32, r.dev));
+        assert_eq!(
+            (r.comm.count().unwrap(), r.comm.rank().unwrap(), r.comm.cu_device().unwrap()),
+            (n as i32, i as i32, r.dev)
+        );
     }
 
     let local: Vec<(usize, &Rank)> = ranks.iter().enumerate().collect();
@@ -181,7 +192,8 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
 
     // Split into singletons: each child is a one-rank communicator.
     let parts: Vec<_> = ranks.iter().enumerate().map(|(i, r)| (&r.comm, i as i32, 0)).collect();
-    let children: Vec<_> = nccl.split_all(&parts, None).expect("ncclCommSplit of every rank").into_iter().map(Option::unwrap).collect();
+    let children: Vec<_> =
+        nccl.split_all(&parts, None).expect("ncclCommSplit of every rank").into_iter().map(Option::unwrap).collect();
     for (i, c) in children.iter().enumerate() {
         let ok = c.count().unwrap() == 1 && c.rank().unwrap() == 0;
         report.0.push((format!("split singleton rank {i}"), if ok { Ok(()) } else { Err("count/rank".into()) }));
@@ -259,8 +271,15 @@ enum Coll {
 }
 
 const REDUCING: [Coll; 3] = [Coll::AllReduce, Coll::Reduce, Coll::ReduceScatter];
-const MOVING: [Coll; 7] =
-    [Coll::Broadcast, Coll::AllGather, Coll::AllToAll, Coll::Gather, Coll::Scatter, Coll::SendRecvForward, Coll::SendRecvBackward];
+const MOVING: [Coll; 7] = [
+    Coll::Broadcast,
+    Coll::AllGather,
+    Coll::AllToAll,
+    Coll::Gather,
+    Coll::Scatter,
+    Coll::SendRecvForward,
+    Coll::SendRecvBackward,
+];
 const OPS: [&str; 6] = ["sum", "prod", "max", "min", "avg", "premulsum(2)"];
 
 /// Every collective x every type x (for the reducing ones) every reduction, for the ranks of
@@ -286,7 +305,16 @@ fn matrix(nccl: &Nccl, cuda: &Cuda, local: &[(usize, &Rank)], n: usize, report: 
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_case(nccl: &Nccl, cuda: &Cuda, local: &[(usize, &Rank)], n: usize, coll: Coll, el: El, op: &str, report: &mut Report) {
+fn run_case(
+    nccl: &Nccl,
+    cuda: &Cuda,
+    local: &[(usize, &Rank)],
+    n: usize,
+    coll: Coll,
+    el: El,
+    op: &str,
+    report: &mut Report,
+) {
     let c = COUNT;
     let send_len = if matches!(coll, Coll::ReduceScatter | Coll::AllToAll | Coll::Scatter) { n * c } else { c };
     for (r, rank) in local {
@@ -362,7 +390,8 @@ fn run_case(nccl: &Nccl, cuda: &Cuda, local: &[(usize, &Rank)], n: usize, coll: 
         };
         if let Some(want) = want {
             let got = download(cuda, x, x.recv, el, want.len());
-            let name = if op == "-" { format!("{coll:?} {el:?} rank {r}") } else { format!("{coll:?} {el:?} {op} rank {r}") };
+            let name =
+                if op == "-" { format!("{coll:?} {el:?} rank {r}") } else { format!("{coll:?} {el:?} {op} rank {r}") };
             report.check(name, got, want);
         }
     }
@@ -391,7 +420,12 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
         let children: Vec<_> = (0..2)
             .map(|r| {
                 std::process::Command::new(&exe)
-                    .args(["--exact", "gpu_two_processes_init_rank_with_tcp_rendezvous", "--nocapture", "--test-threads=1"])
+                    .args([
+                        "--exact",
+                        "gpu_two_processes_init_rank_with_tcp_rendezvous",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
                     .env("NCCL_TRAMPOLINE_GPU_RANK", r.to_string())
                     .env("NCCL_TRAMPOLINE_GPU_ROOT", format!("127.0.0.1:{port}"))
                     .spawn()
