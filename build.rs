@@ -90,6 +90,30 @@ fn main() {
     // Where the tests find the built object (hardening checks) and the generated header.
     println!("cargo:rustc-env=NCCL_TRAMPOLINE_CORE_ARCHIVE={}", out.join(format!("lib{lib}.a")).display());
     println!("cargo:rustc-env=NCCL_TRAMPOLINE_CORE_INCLUDE={}", out.display());
+
+    if env::var_os("CARGO_FEATURE_CLI").is_some() {
+        build_selftest_oracle(&out);
+    }
+}
+
+/// The C oracle of `nccl-trampoline selftest`: the recording runtime and the generated
+/// callees and callers, linked into that program only (not into the library). Hidden
+/// visibility: nothing of it is exported.
+fn build_selftest_oracle(out: &Path) {
+    let sources = ["tests/c/oracle_runtime.c", "src/bin/nccl-trampoline/selftest_oracle.c"];
+    for f in sources {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    let name = "nccl_trampoline_selftest_oracle";
+    cc::Build::new()
+        .files(sources)
+        .flag("-std=gnu11")
+        .flag("-fvisibility=hidden")
+        .flag("-Wno-unused-const-variable")
+        .opt_level(1)
+        .cargo_metadata(false)
+        .compile(name);
+    println!("cargo:rustc-link-arg-bin=nccl-trampoline={}", out.join(format!("lib{name}.a")).display());
 }
 
 fn write_offsets(out: &Path, entry: &str) {

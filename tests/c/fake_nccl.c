@@ -59,7 +59,12 @@ ncclResult_t ncclGetVersion(int *version) { name("ncclGetVersion"); *version = F
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     name("ncclGetUniqueId");
     ncclResult_t r = result();
-    if (r == ncclSuccess) for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + 3);
+    static unsigned serial; /* every id differs, as NCCL's do */
+    if (r == ncclSuccess) {
+        for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + 3);
+        serial++;
+        memcpy(id->internal + 124, &serial, sizeof serial);
+    }
     return r;
 }
 
@@ -82,6 +87,12 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
     name("ncclCommInitAll"); ARG(ndev); put(devlist, sizeof(int) * (size_t)ndev);
     ncclResult_t r = result();
+    for (int i = 0; r == ncclSuccess && i < ndev; i++) {
+        if (devlist && devlist[i] < 0) { /* as NCCL: "Invalid device" */
+            strcpy(last_error, "invalid device (stand-in)");
+            return ncclInvalidArgument;
+        }
+    }
     for (int i = 0; r == ncclSuccess && i < ndev; i++) init(&comms[i], ndev, i);
     return r;
 }

@@ -1,0 +1,322 @@
+//! `doctor`: what NCCL this process would get, and what else is on the machine.
+//!
+//! Each candidate is loaded in a fresh process (`nccl-trampoline probe`), so one library does
+//! not answer for another (the loader matches a soname against libraries already loaded) and
+//! a library that crashes on load is reported instead of taking `doctor` down.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nccl_trampoline::nccl::{Candidate, Nccl, Source};
+
+use crate::cuda;
+
+/// `doctor` takes no options.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+/// The facts `probe` reports about one candidate.
+#[derive(Debug, PartialEq)]
+pub struct Probe {
+    pub version: String,
+    pub flavor: String,
+    pub path: String,
+    pub missing: Vec<String>,
+}
+
+/// Prints one line: `ok<TAB>version<TAB>flavor<TAB>resolved path<TAB>missing,symbols` or
+/// `error<TAB>reason`. Returns whether the library loaded.
+pub fn probe(library: &Path) -> Result<bool, String> {
+    match Nccl::load_from(library) {
+        Ok(n) => {
+            let missing: Vec<String> = n.missing_symbols().iter().map(|(s, v)| format!("{s}@{v}")).collect();
+            println!("ok\t{}\t{:?}\t{}\t{}", n.version(), n.flavor(), n.path().display(), missing.join(","));
+            Ok(true)
+        }
+        Err(e) => {
+            println!("error\t{}", one_line(&e.to_string()));
+            Ok(false)
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\t'], " ")
+}
+
+/// Runs `probe` for `library` in a child process.
+fn probe_in_child(library: &Path) -> Result<Probe, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let out = Command::new(exe)
+        .arg("probe")
+        .arg(library)
+        .env_remove("NCCL_DEBUG")
+        .output()
+        .map_err(|e| format!("cannot start a probe: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or("");
+    let fields: Vec<&str> = line.split('\t').collect();
+    match fields.as_slice() {
+        ["ok", version, flavor, path, missing] => Ok(Probe {
+            version: version.to_string(),
+            flavor: flavor.to_string(),
+            path: path.to_string(),
+            missing: missing.split(',').filter(|s| !s.is_empty()).map(String::from).collect(),
+        }),
+        ["error", reason] if reason.contains("No such file or directory") => Err("not found".to_string()),
+        ["error", reason] => Err(reason.to_string()),
+        _ => Err(format!("the probe died ({}): {}", out.status, one_line(String::from_utf8_lossy(&out.stderr).trim()))),
+    }
+}
+
+fn source_name(s: Source) -> &'static str {
+    match s {
+        Source::Explicit => "explicit",
+        Source::Environment => "NCCL_TRAMPOLINE_LIBRARY",
+        Source::AlreadyLoaded => "already loaded",
+        Source::PythonEnvironment => "python env",
+        Source::System => "system loader",
+    }
+}
+
+pub fn run(_args: &Args) -> Result<bool, String> {
+    println!("nccl-trampoline {} ({})", env!("CARGO_PKG_VERSION"), nccl_trampoline::engine::TARGET);
+    println!();
+    let candidates = Nccl::candidates();
+    println!("NCCL candidates, in discovery order (the first that loads is used):");
+    let mut chosen: Option<(Candidate, Probe)> = None;
+    let mut resolved = BTreeSet::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let result = probe_in_child(&c.path);
+        let status = match (&result, &chosen) {
+            (Ok(_), None) => "LOADS",
+            (Ok(p), Some((_, q))) if p.path == q.path => "same file",
+            (Ok(_), Some(_)) => "shadowed",
+            (Err(_), _) => "fails",
+        };
+        match &result {
+            Ok(p) => {
+                println!(
+                    "  {}. [{status:>9}] {:<23} {}  ->  {} {} at {}",
+                    i + 1,
+                    source_name(c.source),
+                    c.path.display(),
+                    p.flavor.to_uppercase(),
+                    p.version,
+                    p.path
+                );
+                resolved.insert(canonical(&p.path));
+            }
+            Err(e) => {
+                println!("  {}. [{status:>9}] {:<23} {}  ->  {e}", i + 1, source_name(c.source), c.path.display())
+            }
+        }
+        if let (Ok(p), None) = (result, &chosen) {
+            chosen = Some((c.clone(), p));
+        }
+    }
+    let others: Vec<PathBuf> = libraries_on_disk().into_iter().filter(|p| !resolved.contains(&canonical_path(p))).collect();
+    if !others.is_empty() {
+        println!("  Also on this machine, not reached by the discovery order (set NCCL_TRAMPOLINE_LIBRARY to use one):");
+        for p in others {
+            match probe_in_child(&p) {
+                Ok(q) => println!("     {}  ->  {} {}", p.display(), q.flavor.to_uppercase(), q.version),
+                Err(e) => println!("     {}  ->  {e}", p.display()),
+            }
+        }
+    }
+    println!();
+    match &chosen {
+        Some((c, p)) => {
+            println!("Loaded: {} {} from {} ({})", p.flavor.to_uppercase(), p.version, p.path, source_name(c.source));
+            if p.missing.is_empty() {
+                println!("  every symbol the facade knows is present");
+            } else {
+                println!("  symbols this version lacks (the calls that need them return Error::Unsupported):");
+                for m in &p.missing {
+                    let (name, since) = m.split_once('@').unwrap_or((m, "?"));
+                    println!("    {name:<28} needs {since}");
+                }
+            }
+        }
+        None => println!("Loaded: nothing; no candidate loads (the call core still works: `nccl-trampoline selftest`)"),
+    }
+    println!();
+    print_environment();
+    println!();
+    print_net_plugin();
+    println!();
+    print_gpus();
+    Ok(true)
+}
+
+fn canonical(path: &str) -> PathBuf {
+    canonical_path(Path::new(path))
+}
+
+fn canonical_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// NCCL and RCCL libraries the system loader's cache, `LD_LIBRARY_PATH` and the Python
+/// interpreter on `PATH` know of, one per real file.
+fn libraries_on_disk() -> Vec<PathBuf> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    let mut add = |p: PathBuf| {
+        if p.is_file() && seen.insert(canonical_path(&p)) {
+            out.push(p);
+        }
+    };
+    for dir in std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect::<Vec<_>>()).unwrap_or_default()
+    {
+        for name in ["libnccl.so.2", "libnccl.so", "librccl.so.1"] {
+            add(dir.join(name));
+        }
+    }
+    for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
+        if let Ok(out) = Command::new(ldconfig).arg("-p").output() {
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                let name = line.trim_start();
+                if name.starts_with("libnccl.so") || name.starts_with("librccl.so") {
+                    if let Some((_, path)) = line.rsplit_once(" => ") {
+                        add(PathBuf::from(path.trim()));
+                    }
+                }
+            }
+            break;
+        }
+    }
+    let script = "import os,nvidia.nccl as m;print(os.path.join(list(m.__path__)[0],'lib','libnccl.so.2'))";
+    if let Ok(o) = Command::new("python3").args(["-c", script]).output() {
+        if o.status.success() {
+            add(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        }
+    }
+    out
+}
+
+fn print_environment() {
+    let mut vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| {
+            k.starts_with("NCCL_")
+                || k.starts_with("RCCL_")
+                || ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"].contains(&k.as_str())
+        })
+        .collect();
+    vars.sort();
+    println!("Environment (NCCL_*, RCCL_*, and what discovery reads):");
+    if vars.is_empty() {
+        println!("  none set");
+    }
+    for (k, v) in vars {
+        println!("  {k}={v}");
+    }
+}
+
+/// The names NCCL's plugin loader tries for the net plugin, in order: `NCCL_NET_PLUGIN`
+/// as given, then `libnccl-net-<value>.so` for a bare name; `libnccl-net.so` when unset.
+pub fn net_plugin_names(setting: Option<&str>) -> Vec<String> {
+    match setting.filter(|s| !s.is_empty()) {
+        None => vec!["libnccl-net.so".to_string()],
+        Some(v) => {
+            let mut names = vec![v.to_string()];
+            let full_name = v.starts_with("lib") && v.ends_with(".so");
+            if !v.contains('/') && !full_name {
+                names.push(format!("libnccl-net-{v}.so"));
+            }
+            names
+        }
+    }
+}
+
+fn print_net_plugin() {
+    let setting = std::env::var("NCCL_NET_PLUGIN").ok();
+    println!("Net plugin (NCCL_NET_PLUGIN={}):", setting.as_deref().unwrap_or("unset"));
+    if setting.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("none")) {
+        println!("  disabled by NCCL_NET_PLUGIN=none");
+        return;
+    }
+    for name in net_plugin_names(setting.as_deref()) {
+        match open_plugin(&name) {
+            Ok((path, versions)) => {
+                println!("  {name}: found at {path}, exports {}", versions.join(" "));
+                return;
+            }
+            Err(e) => println!("  {name}: {e}"),
+        }
+    }
+    println!("  none found: NCCL uses its built-in IB and socket transports");
+}
+
+/// Opens a net plugin the way NCCL does (`RTLD_NOW | RTLD_LOCAL`), and reports its file and
+/// the plugin interface versions it exports.
+fn open_plugin(name: &str) -> Result<(String, Vec<String>), String> {
+    let before = mapped_files();
+    // SAFETY: a net plugin's initialisers are what NCCL itself would run on load.
+    let lib = unsafe { libloading::Library::new(name) }.map_err(|e| {
+        let e = e.to_string();
+        if e.contains("No such file") { "not found".to_string() } else { e }
+    })?;
+    let path = mapped_files().difference(&before).find(|p| p.contains("nccl-net")).cloned().unwrap_or(name.to_string());
+    let versions = (2..=12)
+        .rev()
+        .filter(|v| {
+            let sym = format!("ncclNetPlugin_v{v}\0");
+            // SAFETY: only the address is read.
+            unsafe { lib.get::<*const u8>(sym.as_bytes()) }.is_ok()
+        })
+        .map(|v| format!("ncclNetPlugin_v{v}"))
+        .collect::<Vec<_>>();
+    std::mem::forget(lib); // a plugin may start threads; never unmap it
+    Ok((path, versions))
+}
+
+fn mapped_files() -> BTreeSet<String> {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5).filter(|p| p.starts_with('/')).map(String::from))
+        .collect()
+}
+
+fn print_gpus() {
+    println!("GPUs:");
+    let driver = match cuda::Driver::load() {
+        Ok(d) => d,
+        Err(e) => {
+            println!("  no CUDA driver ({e})");
+            return;
+        }
+    };
+    let cuda_version = driver.version().map(|v| format!("CUDA {}.{}", v / 1000, (v % 1000) / 10));
+    let display = cuda::nvml_driver_version().unwrap_or_else(|| "unknown (no NVML)".to_string());
+    println!("  driver {display}, {}", cuda_version.unwrap_or_else(|e| e.to_string()));
+    match driver.device_count() {
+        Ok(0) => println!("  no visible devices"),
+        Ok(n) => {
+            for i in 0..n {
+                match driver.device_info(i) {
+                    Ok(d) => println!("  {}: {}, {} MiB, PCI {}", d.ordinal, d.name, d.memory >> 20, d.pci_bus_id),
+                    Err(e) => println!("  {i}: {e}"),
+                }
+            }
+        }
+        Err(e) => println!("  {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::net_plugin_names;
+
+    #[test]
+    fn net_plugin_names_follow_nccls_loader() {
+        assert_eq!(net_plugin_names(None), ["libnccl-net.so"]);
+        assert_eq!(net_plugin_names(Some("")), ["libnccl-net.so"]);
+        assert_eq!(net_plugin_names(Some("aws-ofi")), ["aws-ofi", "libnccl-net-aws-ofi.so"]);
+        assert_eq!(net_plugin_names(Some("libfoo.so")), ["libfoo.so"]);
+        assert_eq!(net_plugin_names(Some("/opt/p/libnccl-net.so")), ["/opt/p/libnccl-net.so"]);
+    }
+}

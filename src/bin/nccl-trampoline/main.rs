@@ -1,0 +1,68 @@
+//! `nccl-trampoline`: look at this machine's NCCL (`doctor`), prove the call core and the
+//! library on it (`selftest`), and measure collectives the way nccl-tests does (`perf`).
+//!
+//! Exit status: 0 when everything asked for passed, 1 when a check failed or a measurement
+//! found wrong values, 2 for bad arguments (clap's usage errors).
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
+mod cuda;
+mod doctor;
+mod oracle;
+mod perf;
+mod selftest;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// Drive NVIDIA NCCL through the nccl-trampoline call core: inspect, self-test, benchmark.
+#[derive(Parser, Debug)]
+#[command(name = "nccl-trampoline", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Report every NCCL/RCCL candidate, the one that loads and the ones it shadows, missing
+    /// symbols, NCCL environment variables, the net plugin NCCL would load, GPUs and driver.
+    Doctor(doctor::Args),
+    /// Prove the call core against the built-in C oracle, then the real library if one is
+    /// found, then a verified all-reduce across all local GPUs if there are any.
+    Selftest(selftest::Args),
+    /// nccl-tests-compatible sweeps of one collective (all_reduce, all_gather, broadcast,
+    /// reduce, reduce_scatter, alltoall, gather, scatter, sendrecv).
+    Perf(perf::Args),
+    /// Loads one candidate and prints what it is (used by `doctor`, in a fresh process).
+    #[command(hide = true)]
+    Probe {
+        /// The library path or soname.
+        library: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ok = match cli.command {
+        Command::Doctor(args) => doctor::run(&args),
+        Command::Selftest(args) => selftest::run(&args),
+        Command::Perf(args) => perf::run(&args),
+        Command::Probe { library } => doctor::probe(&library),
+    };
+    match ok {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("nccl-trampoline: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Reports an invalid combination of options the way clap reports a bad option (usage on
+/// stderr, exit status 2).
+pub fn usage_error(message: &str) -> ! {
+    Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit()
+}

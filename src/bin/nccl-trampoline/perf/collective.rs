@@ -1,0 +1,269 @@
+//! The collectives `perf` measures, as nccl-tests defines them: buffer sizes per rank, the
+//! in-place offsets, the bandwidth formulas, the data each rank sends and the result each
+//! rank must hold.
+
+use std::ffi::c_void;
+
+use clap::ValueEnum;
+use nccl_trampoline::nccl::{Communicator, DataType, Nccl, RedOp};
+use nccl_trampoline::Error;
+
+/// A collective, named as nccl-tests' binaries are (`all_reduce` for `all_reduce_perf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Collective {
+    #[value(name = "all_reduce", alias = "allreduce", alias = "all_reduce_perf")]
+    AllReduce,
+    #[value(name = "all_gather", alias = "allgather", alias = "all_gather_perf")]
+    AllGather,
+    #[value(name = "broadcast", alias = "broadcast_perf")]
+    Broadcast,
+    #[value(name = "reduce", alias = "reduce_perf")]
+    Reduce,
+    #[value(name = "reduce_scatter", alias = "reducescatter", alias = "reduce_scatter_perf")]
+    ReduceScatter,
+    #[value(name = "alltoall", alias = "all_to_all", alias = "alltoall_perf")]
+    AllToAll,
+    #[value(name = "gather", alias = "gather_perf")]
+    Gather,
+    #[value(name = "scatter", alias = "scatter_perf")]
+    Scatter,
+    #[value(name = "sendrecv", alias = "sendrecv_perf")]
+    SendRecv,
+}
+
+/// Element counts per rank for one size, in elements (nccl-tests' `getCollByteCount`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Elements in the send buffer.
+    pub send: usize,
+    /// Elements in the receive buffer.
+    pub recv: usize,
+    /// The count argument of the call (and the table's count column).
+    pub param: usize,
+    /// In place, the send data starts `send_offset * rank` elements into the receive buffer.
+    pub send_offset: usize,
+    /// In place, the result starts `recv_offset * rank` elements into the receive buffer.
+    pub recv_offset: usize,
+}
+
+impl Collective {
+    /// nccl-tests' name for the output header.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "all_reduce",
+            Collective::AllGather => "all_gather",
+            Collective::Broadcast => "broadcast",
+            Collective::Reduce => "reduce",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::AllToAll => "alltoall",
+            Collective::Gather => "gather",
+            Collective::Scatter => "scatter",
+            Collective::SendRecv => "sendrecv",
+        }
+    }
+
+    /// Whether the collective takes a reduction operation.
+    pub fn reduces(self) -> bool {
+        matches!(self, Collective::AllReduce | Collective::Reduce | Collective::ReduceScatter)
+    }
+
+    /// Whether the collective has a root.
+    pub fn rooted(self) -> bool {
+        matches!(self, Collective::Broadcast | Collective::Reduce | Collective::Gather | Collective::Scatter)
+    }
+
+    /// Whether an in-place result is checked (nccl-tests does not check in-place all-to-all).
+    pub fn checks_in_place(self) -> bool {
+        self != Collective::AllToAll
+    }
+
+    /// The layout for `count = bytes / element size` elements on `nranks` ranks.
+    pub fn layout(self, count: usize, nranks: usize) -> Layout {
+        let base = count / nranks;
+        let l = |send, recv, param, send_offset, recv_offset| Layout { send, recv, param, send_offset, recv_offset };
+        match self {
+            Collective::AllReduce | Collective::Broadcast | Collective::Reduce | Collective::SendRecv => {
+                l(count, count, count, 0, 0)
+            }
+            Collective::AllGather | Collective::Gather => l(base, base * nranks, base, base, 0),
+            Collective::ReduceScatter | Collective::Scatter => l(base * nranks, base, base, 0, base),
+            Collective::AllToAll => l(base * nranks, base * nranks, base, 0, 0),
+        }
+    }
+
+    /// nccl-tests' `getBw`: (algbw, busbw) in GB/s for `param` elements of `size` bytes in
+    /// `seconds`.
+    pub fn bandwidth(self, param: usize, size: usize, seconds: f64, nranks: usize) -> (f64, f64) {
+        let n = nranks as f64;
+        let (bytes, factor) = match self {
+            Collective::AllReduce => (param * size, 2.0 * (n - 1.0) / n),
+            Collective::Broadcast | Collective::Reduce | Collective::SendRecv => (param * size, 1.0),
+            Collective::AllGather
+            | Collective::ReduceScatter
+            | Collective::AllToAll
+            | Collective::Gather
+            | Collective::Scatter => (param * size * nranks, (n - 1.0) / n),
+        };
+        let alg = bytes as f64 / 1.0e9 / seconds;
+        (alg, alg * factor)
+    }
+
+    /// Enqueues the collective of global rank `rank` of `nranks` (inside the caller's group
+    /// when one thread drives several ranks).
+    ///
+    /// # Safety
+    ///
+    /// `send` and `recv` must hold the layout's element counts of `dtype` on the
+    /// communicator's device, live until `stream` has run the collective.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn enqueue(
+        self,
+        nccl: &Nccl,
+        comm: &Communicator<'_>,
+        send: *mut c_void,
+        recv: *mut c_void,
+        layout: &Layout,
+        dtype: DataType,
+        op: RedOp,
+        root: i32,
+        rank: usize,
+        nranks: usize,
+        stream: *mut c_void,
+    ) -> Result<(), Error> {
+        let count = layout.param;
+        let size = dtype.size().unwrap_or(1);
+        let at = |p: *mut c_void, elems: usize| p.cast::<u8>().wrapping_add(elems * size).cast::<c_void>();
+        // SAFETY (every arm): the caller's contract; peer offsets stay inside the layout.
+        unsafe {
+            match self {
+                Collective::AllReduce => comm.all_reduce_raw(send, recv, count, dtype, op, stream),
+                Collective::AllGather => comm.all_gather_raw(send, recv, count, dtype, stream),
+                Collective::Broadcast => comm.broadcast_raw(send, recv, count, dtype, root, stream),
+                Collective::Reduce => comm.reduce_raw(send, recv, count, dtype, op, root, stream),
+                Collective::ReduceScatter => comm.reduce_scatter_raw(send, recv, count, dtype, op, stream),
+                Collective::AllToAll if nccl.has("ncclAlltoAll") => comm.all_to_all_raw(send, recv, count, dtype, stream),
+                Collective::Gather if nccl.has("ncclGather") => comm.gather_raw(send, recv, count, dtype, root, stream),
+                Collective::Scatter if nccl.has("ncclScatter") => {
+                    comm.scatter_raw(send, recv, count, dtype, root, stream)
+                }
+                // Before 2.28: point-to-point in a group, as nccl-tests does.
+                Collective::AllToAll => {
+                    let g = nccl.group()?;
+                    for peer in 0..nranks {
+                        comm.send_raw(at(send, peer * count), count, dtype, peer as i32, stream)?;
+                        comm.recv_raw(at(recv, peer * count), count, dtype, peer as i32, stream)?;
+                    }
+                    g.end()
+                }
+                Collective::Gather => {
+                    let g = nccl.group()?;
+                    if rank == root as usize {
+                        for peer in 0..nranks {
+                            comm.recv_raw(at(recv, peer * count), count, dtype, peer as i32, stream)?;
+                        }
+                    }
+                    comm.send_raw(send, count, dtype, root, stream)?;
+                    g.end()
+                }
+                Collective::Scatter => {
+                    let g = nccl.group()?;
+                    if rank == root as usize {
+                        for peer in 0..nranks {
+                            comm.send_raw(at(send, peer * count), count, dtype, peer as i32, stream)?;
+                        }
+                    }
+                    comm.recv_raw(recv, count, dtype, root, stream)?;
+                    g.end()
+                }
+                Collective::SendRecv => {
+                    let g = nccl.group()?;
+                    comm.send_raw(send, count, dtype, ((rank + 1) % nranks) as i32, stream)?;
+                    comm.recv_raw(recv, count, dtype, ((rank + nranks - 1) % nranks) as i32, stream)?;
+                    g.end()
+                }
+            }
+        }
+    }
+
+    /// Where rank `rank`'s result lies in its receive buffer (element offset, length), or
+    /// `None` when this rank receives nothing to check (non-root ranks of reduce and gather).
+    pub fn result_region(self, layout: &Layout, rank: usize, root: usize, in_place: bool) -> Option<(usize, usize)> {
+        let offset = if in_place { layout.recv_offset * rank } else { 0 };
+        match self {
+            Collective::Reduce | Collective::Gather if rank != root => None,
+            Collective::ReduceScatter | Collective::Scatter => Some((offset, layout.param)),
+            _ => Some((offset, layout.recv)),
+        }
+    }
+
+    /// Element `i` of rank `rank`'s result, from `send(r, j)` (element `j` of rank `r`'s send
+    /// data) and `reduce` over all ranks of a column.
+    pub fn expected(
+        self,
+        layout: &Layout,
+        rank: usize,
+        nranks: usize,
+        root: usize,
+        i: usize,
+        send: &dyn Fn(usize, usize) -> i64,
+        reduce: &dyn Fn(&mut dyn Iterator<Item = i64>) -> Expected,
+    ) -> Expected {
+        let base = layout.param;
+        match self {
+            Collective::AllReduce | Collective::Reduce => reduce(&mut (0..nranks).map(|r| send(r, i))),
+            Collective::ReduceScatter => reduce(&mut (0..nranks).map(|r| send(r, rank * base + i))),
+            Collective::Broadcast => Expected::Int(send(root, i)),
+            Collective::AllGather | Collective::Gather => Expected::Int(send(i / base, i % base)),
+            Collective::AllToAll => Expected::Int(send(i / base, rank * base + i % base)),
+            Collective::Scatter => Expected::Int(send(root, rank * base + i)),
+            Collective::SendRecv => Expected::Int(send((rank + nranks - 1) % nranks, i)),
+        }
+    }
+}
+
+/// An expected element: exact integer arithmetic, or a real number (averages of floats).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Expected {
+    Int(i64),
+    Real(f64),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_and_bandwidths_follow_nccl_tests() {
+        // 2 ranks, 1024 floats.
+        let l = Collective::AllGather.layout(1024, 2);
+        assert_eq!(l, Layout { send: 512, recv: 1024, param: 512, send_offset: 512, recv_offset: 0 });
+        let l = Collective::ReduceScatter.layout(1024, 2);
+        assert_eq!(l, Layout { send: 1024, recv: 512, param: 512, send_offset: 0, recv_offset: 512 });
+        // all-reduce: 1 GB in 1 s on 2 ranks -> algbw 1, busbw 2*(1/2) = 1.
+        assert_eq!(Collective::AllReduce.bandwidth(250_000_000, 4, 1.0, 2), (1.0, 1.0));
+        // all-reduce on 8 ranks: busbw = algbw * 2 * 7/8.
+        let (a, b) = Collective::AllReduce.bandwidth(250_000_000, 4, 0.5, 8);
+        assert_eq!((a, b), (2.0, 3.5));
+        // all-gather: param is per rank; algbw counts the whole gathered buffer.
+        let (a, b) = Collective::AllGather.bandwidth(125_000_000, 4, 1.0, 2);
+        assert_eq!((a, b), (1.0, 0.5));
+        assert_eq!(Collective::Broadcast.bandwidth(1_000_000_000, 1, 1.0, 4), (1.0, 1.0));
+    }
+
+    #[test]
+    fn expected_values_follow_the_data_movement() {
+        let l = Collective::AllToAll.layout(8, 2); // base 4
+        let send = |r: usize, j: usize| (r * 100 + j) as i64;
+        let reduce = |it: &mut dyn Iterator<Item = i64>| Expected::Int(it.sum());
+        // Rank 1 receives rank 0's second block, then its own second block.
+        let got: Vec<Expected> =
+            (0..8).map(|i| Collective::AllToAll.expected(&l, 1, 2, 0, i, &send, &reduce)).collect();
+        let want: Vec<Expected> = [4, 5, 6, 7, 104, 105, 106, 107].iter().map(|&v| Expected::Int(v)).collect();
+        assert_eq!(got, want);
+        let l = Collective::ReduceScatter.layout(8, 2);
+        assert_eq!(Collective::ReduceScatter.expected(&l, 1, 2, 0, 0, &send, &reduce), Expected::Int(4 + 104));
+        assert_eq!(Collective::SendRecv.expected(&l, 0, 2, 0, 3, &send, &reduce), Expected::Int(103));
+        assert_eq!(Collective::Reduce.result_region(&l, 1, 0, false), None);
+        assert_eq!(Collective::ReduceScatter.result_region(&l, 1, 0, true), Some((4, 4)));
+    }
+}
