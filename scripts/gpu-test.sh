@@ -2,7 +2,8 @@
 # Builds the GPU test binary (x86-64, release, with 16-bit float support) and the cudarc
 # examples here, and stages them in .device-bin/ (git-ignored) for the GPU machine, which has
 # CUDA and NCCL but no Rust. Carry .device-bin there and run `scripts/gpu-run.sh` from the
-# repository root: it runs everything against each NCCL build and saves the logs.
+# repository root: it runs everything against each NCCL build and saves the logs; then
+# `scripts/gpu-perf.sh` for the performance comparison of docs/perf.md.
 # docs/gpu-results.md records a run and its results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +17,9 @@ mkdir -p .device-bin
 cp "$bin" .device-bin/gpu
 cargo build --release --quiet --features cudarc --example init_all --example allreduce
 cp target/release/examples/init_all target/release/examples/allreduce .device-bin/
-strip .device-bin/gpu .device-bin/init_all .device-bin/allreduce
+# The command-line tool and the cudarc comparison program of scripts/gpu-perf.sh.
+cargo build --release --quiet --features cli --bin nccl-trampoline
+cargo build --release --quiet --features cudarc-nccl --example cudarc_allreduce_perf
+cp target/release/nccl-trampoline target/release/examples/cudarc_allreduce_perf .device-bin/
+strip .device-bin/*
 ls -l .device-bin/

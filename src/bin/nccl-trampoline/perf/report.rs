@@ -108,9 +108,10 @@ pub fn json_str(s: &str) -> String {
     o
 }
 
-fn json_num(x: f64) -> String {
+/// A JSON number with `decimals` decimals (`null` for infinities and NaN).
+fn json_num(x: f64, decimals: usize) -> String {
     if x.is_finite() {
-        format!("{x}")
+        format!("{x:.decimals$}")
     } else {
         "null".to_string()
     }
@@ -119,10 +120,10 @@ fn json_num(x: f64) -> String {
 fn json_measured(m: &Measured) -> String {
     format!(
         "{{\"time_us\": {}, \"cpu_us\": {}, \"algbw\": {}, \"busbw\": {}, \"wrong\": {}}}",
-        json_num(m.time * 1e6),
-        json_num(m.cpu * 1e6),
-        json_num(m.algbw),
-        json_num(m.busbw),
+        json_num(m.time * 1e6, 4),
+        json_num(m.cpu * 1e6, 4),
+        json_num(m.algbw, 4),
+        json_num(m.busbw, 4),
         m.wrong.map_or("null".to_string(), |w| w.to_string())
     )
 }
@@ -151,7 +152,7 @@ pub fn json_document(fields: &[(&str, String)], rows: &[Row]) -> String {
         s.push_str(if i + 1 < rows.len() { ",\n" } else { "\n" });
     }
     let wrong: u64 = rows.iter().flat_map(|r| [r.out_of_place.wrong, r.in_place.wrong]).flatten().sum();
-    writeln!(s, "  ],\n  \"avg_busbw\": {},\n  \"wrong\": {wrong}\n}}", json_num(average_busbw(rows))).unwrap();
+    writeln!(s, "  ],\n  \"avg_busbw\": {},\n  \"wrong\": {wrong}\n}}", json_num(average_busbw(rows), 4)).unwrap();
     s
 }
 
@@ -192,7 +193,7 @@ mod tests {
     use super::*;
 
     fn row() -> Row {
-        let m = Measured { time: 12.345e-6, cpu: 3.2e-6, algbw: 0.0, busbw: 0.0, wrong: Some(0) };
+        let m = Measured { time: 12.5e-6, cpu: 3.25e-6, algbw: 0.0, busbw: 0.0, wrong: Some(0) };
         Row { size: 8, count: 2, dtype: "float", redop: "sum", root: -1, out_of_place: m, in_place: m }
     }
 
@@ -201,9 +202,9 @@ mod tests {
         let line = table_row(&row(), false);
         assert_eq!(
             line,
-            "           8             2     float     sum      -1    12.35    0.00    0.00       0    12.35    0.00    0.00       0"
+            "           8             2     float     sum      -1    12.50    0.00    0.00       0    12.50    0.00    0.00       0"
         );
-        assert!(table_row(&row(), true).contains("     3.20 "));
+        assert!(table_row(&row(), true).contains("     3.25 "));
         assert_eq!(format_time(123.456), "  123.5");
         assert_eq!(format_time(12345.6), "  12346");
     }
@@ -233,6 +234,6 @@ mod tests {
         assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
         let doc = json_document(&[("collective", json_str("all_reduce"))], &[row()]);
         assert!(doc.contains("\"wrong\": 0\n}"), "{doc}");
-        assert!(doc.contains("\"time_us\": 12.345"), "{doc}");
+        assert!(doc.contains("\"time_us\": 12.5000"), "{doc}");
     }
 }
