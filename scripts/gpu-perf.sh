@@ -13,7 +13,7 @@ set -uo pipefail
 out=${OUT:-perf-logs}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=${NCCL_DEBUG:-WARN} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-4}
 SWEEP=(-b 8 -e 1G -f 2 -g 2 -n "${ITERS:-50}" -w "${WARMUP:-10}")
 bin=.device-bin
 lib=${NCCL_LIB:-$(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF; exit}')}
@@ -43,6 +43,12 @@ for r in $(seq 1 "$ROUNDS"); do
     run "trampoline-$r.json" "$bin/nccl-trampoline" perf all_reduce "${SWEEP[@]}" --json
     run "c-$r.json" "$bin/allreduce_perf_c" "${SWEEP[@]}"
     run "cudarc-$r.json" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf" "${SWEEP[@]}"
+done
+# Host enqueue time: many iterations of the smallest size, where the host is the bottleneck.
+for r in $(seq 1 "$ROUNDS"); do
+    run "enqueue-trampoline-$r.json" "$bin/nccl-trampoline" perf all_reduce -b 8 -e 8 -g 2 -n 5000 -w 500 --json
+    run "enqueue-c-$r.json" "$bin/allreduce_perf_c" -b 8 -e 8 -g 2 -n 5000 -w 500
+    run "enqueue-cudarc-$r.json" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf" -b 8 -e 8 -g 2 -n 5000 -w 500
 done
 # The table as nccl-tests prints it, the host-enqueue mode, and one process per GPU.
 run table.txt "$bin/nccl-trampoline" perf all_reduce -b 8 -e 1G -f 2 -g 2

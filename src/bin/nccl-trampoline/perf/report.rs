@@ -34,7 +34,8 @@ pub struct Row {
 pub fn table_header(cputime: bool) -> String {
     let time = if cputime { "cputime" } else { "time" };
     let mut s = String::new();
-    writeln!(s, "#{:>62}{:>35}", "out-of-place", "in-place          ").unwrap();
+    let line = format!("#{:51}{:^33}{:^33}", "", "out-of-place", "in-place");
+    writeln!(s, "{}", line.trim_end()).unwrap();
     writeln!(
         s,
         "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {time:>7}  {:>6}  {:>6}  {:>6}  {time:>7}  {:>6}  {:>6}  {:>6}",
