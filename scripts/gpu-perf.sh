@@ -8,13 +8,14 @@
 #     libnccl.so.2 (the system one, whose nccl.h the C program is compiled against), and run
 #     interleaved, ROUNDS times each, so drift hits all three alike;
 #   - the one-process-per-GPU mode (--procs 2) and the host-enqueue mode (-C 1).
-# Everything lands in ${OUT:-perf-logs}/; scripts/perf-report.py turns the JSON into tables.
+# Everything lands in ${OUT:-perf-logs}/; scripts/perf-report.py turns the JSON into the
+# tables of docs/perf.md.
 set -uo pipefail
 out=${OUT:-perf-logs}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 NCCL_DEBUG=${NCCL_DEBUG:-WARN} NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
-ROUNDS=${ROUNDS:-4}
-SWEEP=(-b 8 -e 1G -f 2 -g 2 -n "${ITERS:-50}" -w "${WARMUP:-10}")
+ROUNDS=${ROUNDS:-5}
+SWEEP=(-b 8 -e 1G -f 2 -g 2 -n "${ITERS:-100}" -w "${WARMUP:-20}")
 bin=.device-bin
 lib=${NCCL_LIB:-$(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF; exit}')}
 [ -n "$lib" ] || { echo "no system libnccl.so.2" >&2; exit 1; }
@@ -33,26 +34,37 @@ mkdir -p /tmp/nccl-link && ln -sf "$lib" /tmp/nccl-link/libnccl.so
 export NCCL_TRAMPOLINE_LIBRARY=$lib
 
 failed=0
-run() { # name command... (stdout to name.json or name.log)
+run() { # name command... (stdout to $out/name, stderr to $out/name.stderr)
     local name=$1; shift
     if timeout 300 "$@" > "$out/$name" 2> "$out/$name.stderr"; then echo "pass  $name"; else echo "FAIL  $name"; failed=1; fi
 }
+# One set of cores for every run: small sizes are bound by the host, whose speed otherwise
+# varies with where the scheduler puts the process.
+pin=(taskset -c "${CORES:-0-7}")
+tr=("${pin[@]}" "$bin/nccl-trampoline")
+c=("${pin[@]}" "$bin/allreduce_perf_c")
+rc=("${pin[@]}" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf")
 run doctor.txt "$bin/nccl-trampoline" doctor
 run selftest.txt "$bin/nccl-trampoline" selftest
+# Correctness of the two comparison programs (every element checked).
+run check-c.json "${c[@]}" -b 8 -e 64M -f 8 -g 2
+run check-cudarc.json "${rc[@]}" -b 8 -e 64M -f 8 -g 2
+# The comparison: interleaved rounds, no check runs (they do not change the timings).
 for r in $(seq 1 "$ROUNDS"); do
-    run "trampoline-$r.json" "$bin/nccl-trampoline" perf all_reduce "${SWEEP[@]}" --json
-    run "c-$r.json" "$bin/allreduce_perf_c" "${SWEEP[@]}"
-    run "cudarc-$r.json" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf" "${SWEEP[@]}"
+    run "trampoline-$r.json" "${tr[@]}" perf all_reduce "${SWEEP[@]}" -c 0 --json
+    run "c-$r.json" "${c[@]}" "${SWEEP[@]}" -c 0
+    run "cudarc-$r.json" "${rc[@]}" "${SWEEP[@]}" -c 0
 done
 # Host enqueue time: many iterations of the smallest size, where the host is the bottleneck.
 for r in $(seq 1 "$ROUNDS"); do
-    run "enqueue-trampoline-$r.json" "$bin/nccl-trampoline" perf all_reduce -b 8 -e 8 -g 2 -n 5000 -w 500 --json
-    run "enqueue-c-$r.json" "$bin/allreduce_perf_c" -b 8 -e 8 -g 2 -n 5000 -w 500
-    run "enqueue-cudarc-$r.json" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf" -b 8 -e 8 -g 2 -n 5000 -w 500
+    run "enqueue-trampoline-$r.json" "${tr[@]}" perf all_reduce -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0 --json
+    run "enqueue-c-$r.json" "${c[@]}" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
+    run "enqueue-cudarc-$r.json" "${rc[@]}" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
 done
-# The table as nccl-tests prints it, the host-enqueue mode, and one process per GPU.
-run table.txt "$bin/nccl-trampoline" perf all_reduce -b 8 -e 1G -f 2 -g 2
-run cputime.txt "$bin/nccl-trampoline" perf all_reduce -b 8 -e 128M -f 4 -g 2 -C 1
-run procs.txt "$bin/nccl-trampoline" perf all_reduce -b 8 -e 1G -f 2 --procs 2
+# The table as nccl-tests prints it (checked), the host-enqueue mode, one process per GPU,
+# and every other collective over every type and reduction.
+run table.txt "${tr[@]}" perf all_reduce -b 8 -e 256M -f 2 -g 2
+run cputime.txt "${tr[@]}" perf all_reduce -b 8 -e 128M -f 4 -g 2 -C 1
+run procs.txt "${tr[@]}" perf all_reduce -b 8 -e 256M -f 2 --procs 2
 run all-collectives.txt bash -c "for c in all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv; do $bin/nccl-trampoline perf \$c -b 1K -e 4M -f 16 -g 2 -d all -o all || exit 1; done"
 exit $failed
