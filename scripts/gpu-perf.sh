@@ -8,6 +8,7 @@
 #     libnccl.so.2 (the system one, whose nccl.h the C program is compiled against), and run
 #     interleaved, ROUNDS times each, so drift hits all three alike;
 #   - the one-process-per-GPU mode (--procs 2) and the host-enqueue mode (-C 1).
+# STAGES (default "check sweep enqueue extras") picks the parts to run.
 # Everything lands in ${OUT:-perf-logs}/; scripts/perf-report.py turns the JSON into the
 # tables of docs/perf.md.
 set -uo pipefail
@@ -44,27 +45,41 @@ pin=(taskset -c "${CORES:-0-7}")
 tr=("${pin[@]}" "$bin/nccl-trampoline")
 c=("${pin[@]}" "$bin/allreduce_perf_c")
 rc=("${pin[@]}" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf")
-run doctor.txt "$bin/nccl-trampoline" doctor
-run selftest.txt "$bin/nccl-trampoline" selftest
-# Correctness of the two comparison programs (every element checked).
-run check-c.json "${c[@]}" -b 8 -e 64M -f 8 -g 2
-run check-cudarc.json "${rc[@]}" -b 8 -e 64M -f 8 -g 2
-# The comparison: interleaved rounds, no check runs (they do not change the timings).
-for r in $(seq 1 "$ROUNDS"); do
-    run "trampoline-$r.json" "${tr[@]}" perf all_reduce "${SWEEP[@]}" -c 0 --json
-    run "c-$r.json" "${c[@]}" "${SWEEP[@]}" -c 0
-    run "cudarc-$r.json" "${rc[@]}" "${SWEEP[@]}" -c 0
-done
-# Host enqueue time: many iterations of the smallest size, where the host is the bottleneck.
-for r in $(seq 1 "$ROUNDS"); do
-    run "enqueue-trampoline-$r.json" "${tr[@]}" perf all_reduce -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0 --json
-    run "enqueue-c-$r.json" "${c[@]}" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
-    run "enqueue-cudarc-$r.json" "${rc[@]}" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
-done
-# The table as nccl-tests prints it (checked), the host-enqueue mode, one process per GPU,
-# and every other collective over every type and reduction.
-run table.txt "${tr[@]}" perf all_reduce -b 8 -e 256M -f 2 -g 2
-run cputime.txt "${tr[@]}" perf all_reduce -b 8 -e 128M -f 4 -g 2 -C 1
-run procs.txt "${tr[@]}" perf all_reduce -b 8 -e 256M -f 2 --procs 2
-run all-collectives.txt bash -c "for c in all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv; do $bin/nccl-trampoline perf \$c -b 1K -e 4M -f 16 -g 2 -d all -o all || exit 1; done"
+stage() { [[ " ${STAGES:-check sweep enqueue extras} " == *" $1 "* ]]; }
+if stage check; then
+    run doctor.txt "$bin/nccl-trampoline" doctor
+    run selftest.txt "$bin/nccl-trampoline" selftest
+    # Correctness of the two comparison programs (every element checked).
+    run check-c.json "${c[@]}" -b 8 -e 64M -f 8 -g 2
+    run check-cudarc.json "${rc[@]}" -b 8 -e 64M -f 8 -g 2
+fi
+if stage sweep; then
+    # The comparison: interleaved rounds, no check runs (they do not change the timings).
+    for r in $(seq 1 "$ROUNDS"); do
+        run "trampoline-$r.json" "${tr[@]}" perf all_reduce "${SWEEP[@]}" -c 0 --json
+        run "c-$r.json" "${c[@]}" "${SWEEP[@]}" -c 0
+        run "cudarc-$r.json" "${rc[@]}" "${SWEEP[@]}" -c 0
+    done
+fi
+if stage enqueue; then
+    # Host enqueue time: many iterations of the smallest size, where the host is the
+    # bottleneck; pinned to two cores, many short interleaved rounds (the time per
+    # iteration is bimodal from run to run; the minimum over rounds is the stable statistic).
+    pin2=(taskset -c "${ENQUEUE_CORES:-2-3}")
+    for r in $(seq 1 "${ENQUEUE_ROUNDS:-12}"); do
+        run "enqueue-trampoline-$r.json" "${pin2[@]}" "$bin/nccl-trampoline" perf all_reduce -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0 --json
+        run "enqueue-c-$r.json" "${pin2[@]}" "$bin/allreduce_perf_c" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
+        run "enqueue-cudarc-$r.json" "${pin2[@]}" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
+    done
+    # The call core's own cost on this CPU (benches/call_overhead.rs), if it was staged.
+    [ -x "$bin/call_overhead" ] && run call-overhead.txt "${pin2[@]}" "$bin/call_overhead" --bench --warm-up-time 1 --measurement-time 3 'call/'
+fi
+if stage extras; then
+    # The table as nccl-tests prints it (checked), the host-enqueue mode, one process per GPU,
+    # and every other collective over every type and reduction.
+    run table.txt "${tr[@]}" perf all_reduce -b 8 -e 256M -f 2 -g 2
+    run cputime.txt "${tr[@]}" perf all_reduce -b 8 -e 128M -f 4 -g 2 -C 1
+    run procs.txt "${tr[@]}" perf all_reduce -b 8 -e 256M -f 2 --procs 2
+    run all-collectives.txt bash -c "for c in all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv; do $bin/nccl-trampoline perf \$c -b 1K -e 4M -f 16 -g 2 -d all -o all || exit 1; done"
+fi
 exit $failed

@@ -21,5 +21,11 @@ cp target/release/examples/init_all target/release/examples/allreduce .device-bi
 cargo build --release --quiet --features cli --bin nccl-trampoline
 cargo build --release --quiet --features cudarc-nccl --example cudarc_allreduce_perf
 cp target/release/nccl-trampoline target/release/examples/cudarc_allreduce_perf .device-bin/
+bench=$(cargo bench --no-run --message-format=json 2>/dev/null | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "call_overhead":
+        print(m["executable"])')
+cp "$bench" .device-bin/call_overhead
 strip .device-bin/*
 ls -l .device-bin/
