@@ -72,9 +72,11 @@ impl Collective {
         matches!(self, Collective::Broadcast | Collective::Reduce | Collective::Gather | Collective::Scatter)
     }
 
-    /// Whether an in-place result is checked (nccl-tests does not check in-place all-to-all).
+    /// Whether an in-place result is defined and checked. In-place all-to-all is not checked
+    /// (as in nccl-tests); in-place send/receive has no defined result (each rank's buffer is
+    /// read by one peer while another peer writes it).
     pub fn checks_in_place(self) -> bool {
-        self != Collective::AllToAll
+        !matches!(self, Collective::AllToAll | Collective::SendRecv)
     }
 
     /// The layout for `count = bytes / element size` elements on `nranks` ranks.
