@@ -115,7 +115,8 @@ fn measure(ranks: &mut [Rank], o: &Opts, count: usize, in_place: bool) -> (f64, 
     let mut wrong = 0;
     for r in ranks.iter() {
         let got = r.stream.clone_dtoh(&r.recv.slice(..count)).expect("copy to host");
-        wrong += got.iter().enumerate().filter(|(i, v)| **v != (0..n).map(|k| value(k, *i)).sum::<f32>()).count() as i64;
+        wrong +=
+            got.iter().enumerate().filter(|(i, v)| **v != (0..n).map(|k| value(k, *i)).sum::<f32>()).count() as i64;
     }
     (per_iter.0, per_iter.1, wrong)
 }

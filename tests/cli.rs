@@ -32,7 +32,8 @@ fn fake_nccl(version: u32) -> PathBuf {
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args);
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("NCCL_") || k == "VIRTUAL_ENV" || k == "CONDA_PREFIX") {
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("NCCL_") || k == "VIRTUAL_ENV" || k == "CONDA_PREFIX")
+    {
         cmd.env_remove(k);
     }
     cmd.envs(env.iter().copied());
@@ -81,7 +82,10 @@ fn doctor_reports_the_candidate_that_loads_and_what_it_lacks() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     let first = out.lines().find(|l| l.contains("1. [")).expect("a numbered candidate");
-    assert!(first.contains("LOADS") && first.contains("NCCL 2.18.3") && first.contains("NCCL_TRAMPOLINE_LIBRARY"), "{out}");
+    assert!(
+        first.contains("LOADS") && first.contains("NCCL 2.18.3") && first.contains("NCCL_TRAMPOLINE_LIBRARY"),
+        "{out}"
+    );
     assert!(out.contains(&format!("Loaded: NCCL 2.18.3 from {}", old.display())), "{out}");
     // 2.18.3 lacks the 2.19+ symbols, each with the version that introduced it.
     assert!(out.contains("ncclMemAlloc") && out.contains("needs 2.19.1"), "{out}");

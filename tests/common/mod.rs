@@ -13,7 +13,6 @@ use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-
 /// The C compiler for the target: `NCCL_TRAMPOLINE_TEST_CC`, else the cross gcc for AArch64
 /// and `cc` natively.
 pub fn target_cc() -> String {

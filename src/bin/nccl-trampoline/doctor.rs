@@ -116,9 +116,12 @@ pub fn run(_args: &Args) -> Result<bool, String> {
             chosen = Some((c.clone(), p));
         }
     }
-    let others: Vec<PathBuf> = libraries_on_disk().into_iter().filter(|p| !resolved.contains(&canonical_path(p))).collect();
+    let others: Vec<PathBuf> =
+        libraries_on_disk().into_iter().filter(|p| !resolved.contains(&canonical_path(p))).collect();
     if !others.is_empty() {
-        println!("  Also on this machine, not reached by the discovery order (set NCCL_TRAMPOLINE_LIBRARY to use one):");
+        println!(
+            "  Also on this machine, not reached by the discovery order (set NCCL_TRAMPOLINE_LIBRARY to use one):"
+        );
         for p in others {
             match probe_in_child(&p) {
                 Ok(q) => println!("     {}  ->  {} {}", p.display(), q.flavor.to_uppercase(), q.version),
@@ -169,7 +172,8 @@ fn libraries_on_disk() -> Vec<PathBuf> {
             out.push(p);
         }
     };
-    for dir in std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect::<Vec<_>>()).unwrap_or_default()
+    for dir in
+        std::env::var_os("LD_LIBRARY_PATH").map(|v| std::env::split_paths(&v).collect::<Vec<_>>()).unwrap_or_default()
     {
         for name in ["libnccl.so.2", "libnccl.so", "librccl.so.1"] {
             add(dir.join(name));
@@ -257,7 +261,11 @@ fn open_plugin(name: &str) -> Result<(String, Vec<String>), String> {
     // SAFETY: a net plugin's initialisers are what NCCL itself would run on load.
     let lib = unsafe { libloading::Library::new(name) }.map_err(|e| {
         let e = e.to_string();
-        if e.contains("No such file") { "not found".to_string() } else { e }
+        if e.contains("No such file") {
+            "not found".to_string()
+        } else {
+            e
+        }
     })?;
     let path = mapped_files().difference(&before).find(|p| p.contains("nccl-net")).cloned().unwrap_or(name.to_string());
     let versions = (2..=12)

@@ -188,7 +188,12 @@ pub fn aligned(n: usize) -> Vec<u128> {
 /// bytes, and checks: both recordings equal the argument values byte for byte, both results
 /// equal the bytes the callee returned, and the caller's arguments are unchanged although the
 /// callee wrote into its by-value copies. Returns a description of the first mismatch.
-pub fn check_call(oracle: &impl OracleRuntime, name: &str, sig: &Signature, pattern: &mut Pattern) -> Result<(), String> {
+pub fn check_call(
+    oracle: &impl OracleRuntime,
+    name: &str,
+    sig: &Signature,
+    pattern: &mut Pattern,
+) -> Result<(), String> {
     let plan = CallPlan::new(sig).map_err(|e| format!("{name}: plan: {e}"))?;
     let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.fill(t.size())).collect();
     let before = args.clone();
@@ -502,11 +507,8 @@ pub const SELFTEST_RANDOM: usize = 64;
 /// Every function of the built-in oracle, by C name: the pinned shapes, the NCCL prototypes,
 /// and the first [`SELFTEST_RANDOM`] random signatures of seed [`SELFTEST_SEED`].
 pub fn selftest_functions() -> Vec<(String, Signature)> {
-    let mut v: Vec<(String, Signature)> = pinned_shapes()
-        .into_iter()
-        .chain(nccl_shapes())
-        .map(|(name, sig)| (format!("st_{name}"), sig))
-        .collect();
+    let mut v: Vec<(String, Signature)> =
+        pinned_shapes().into_iter().chain(nccl_shapes()).map(|(name, sig)| (format!("st_{name}"), sig)).collect();
     let mut rng = Rng(SELFTEST_SEED);
     v.extend((0..SELFTEST_RANDOM).map(|i| (format!("st_random{i}"), random_signature(&mut rng))));
     v

@@ -135,7 +135,7 @@ impl Collective {
         let count = layout.param;
         let size = dtype.size().unwrap_or(1);
         let at = |p: *mut c_void, elems: usize| p.cast::<u8>().wrapping_add(elems * size).cast::<c_void>();
-        // SAFETY (every arm): the caller's contract; peer offsets stay inside the layout.
+        // SAFETY: (every arm) the caller's contract; peer offsets stay inside the layout.
         unsafe {
             match self {
                 Collective::AllReduce => comm.all_reduce_raw(send, recv, count, dtype, op, stream),
@@ -143,7 +143,9 @@ impl Collective {
                 Collective::Broadcast => comm.broadcast_raw(send, recv, count, dtype, root, stream),
                 Collective::Reduce => comm.reduce_raw(send, recv, count, dtype, op, root, stream),
                 Collective::ReduceScatter => comm.reduce_scatter_raw(send, recv, count, dtype, op, stream),
-                Collective::AllToAll if nccl.has("ncclAlltoAll") => comm.all_to_all_raw(send, recv, count, dtype, stream),
+                Collective::AllToAll if nccl.has("ncclAlltoAll") => {
+                    comm.all_to_all_raw(send, recv, count, dtype, stream)
+                }
                 Collective::Gather if nccl.has("ncclGather") => comm.gather_raw(send, recv, count, dtype, root, stream),
                 Collective::Scatter if nccl.has("ncclScatter") => {
                     comm.scatter_raw(send, recv, count, dtype, root, stream)
@@ -200,6 +202,7 @@ impl Collective {
 
     /// Element `i` of rank `rank`'s result, from `send(r, j)` (element `j` of rank `r`'s send
     /// data) and `reduce` over all ranks of a column.
+    #[allow(clippy::too_many_arguments)]
     pub fn expected(
         self,
         layout: &Layout,

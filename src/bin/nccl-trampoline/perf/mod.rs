@@ -273,7 +273,15 @@ impl<'d, 'n> World<'d, 'n> {
     }
 
     /// Warm-up, the timed loop, and the check run of one placement.
-    fn measure(&self, args: &Args, plan: &Plan, elem: Elem, op: Option<Op>, size: usize, in_place: bool) -> Result<Measured, String> {
+    fn measure(
+        &self,
+        args: &Args,
+        plan: &Plan,
+        elem: Elem,
+        op: Option<Op>,
+        size: usize,
+        in_place: bool,
+    ) -> Result<Measured, String> {
         let c = plan.collective;
         let l = c.layout(size / elem.size(), plan.nranks);
         if args.check == 1 {
@@ -412,7 +420,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
     let comms = Communicator::init_all(&nccl, &devices).map_err(|e| e.to_string())?;
     let comms = comms.into_iter().zip(devices.iter()).enumerate().map(|(g, (c, d))| (c, *d, g)).collect();
     let world = World::new(&nccl, &driver, comms, nranks, buffer_bytes(&plan))?;
-    let mut out = Output::new(args, &plan, &nccl, &driver, 1);
+    let mut out = Output::new(args, &plan, &nccl, &driver, &vec![std::process::id(); nranks]);
     for (elem, op, size) in plan.steps() {
         let o = world.measure(args, &plan, elem, op, size, false)?;
         let i = world.measure(args, &plan, elem, op, size, true)?;
@@ -431,7 +439,9 @@ struct Output<'a> {
 }
 
 impl<'a> Output<'a> {
-    fn new(args: &'a Args, plan: &Plan, nccl: &Nccl, driver: &Driver, procs: usize) -> Self {
+    /// `pids`: the process of each rank.
+    fn new(args: &'a Args, plan: &Plan, nccl: &Nccl, driver: &Driver, pids: &[u32]) -> Self {
+        let procs = pids.iter().collect::<std::collections::BTreeSet<_>>().len();
         use report::json_str;
         let gpus_per_proc = plan.nranks / procs;
         let step = if args.step_factor > 1 {
@@ -460,7 +470,7 @@ impl<'a> Output<'a> {
             println!("# {:?} {} at {}", nccl.flavor(), nccl.version(), nccl.path().display());
             println!("#\n# Using devices");
             for (rank, name, bus) in &devices {
-                println!("#  Rank {rank:>2} Pid {:>6} device {rank:>2} [{bus}] {name}", std::process::id());
+                println!("#  Rank {rank:>2} Pid {:>6} device {rank:>2} [{bus}] {name}", pids[*rank]);
             }
             println!("#");
             print!("{}", report::table_header(args.cputime == 1));
@@ -579,9 +589,10 @@ fn parent(args: &Args) -> Result<bool, String> {
         children.push(child);
         receivers.push(rx);
     }
+    let pids: Vec<u32> = children.iter().map(Child::id).collect();
     let served = std::thread::scope(|s| {
         let server = s.spawn(|| root.serve(&id, nranks, RENDEZVOUS_TIMEOUT));
-        let merged = merge(args, &plan, &nccl, &driver, &receivers);
+        let merged = merge(args, &plan, &nccl, &driver, &receivers, &pids);
         (server.join(), merged)
     });
     let result = match served {
@@ -594,8 +605,15 @@ fn parent(args: &Args) -> Result<bool, String> {
     result
 }
 
-fn merge(args: &Args, plan: &Plan, nccl: &Nccl, driver: &Driver, receivers: &[mpsc::Receiver<String>]) -> Result<bool, String> {
-    let mut out = Output::new(args, plan, nccl, driver, receivers.len());
+fn merge(
+    args: &Args,
+    plan: &Plan,
+    nccl: &Nccl,
+    driver: &Driver,
+    receivers: &[mpsc::Receiver<String>],
+    pids: &[u32],
+) -> Result<bool, String> {
+    let mut out = Output::new(args, plan, nccl, driver, pids);
     for (elem, op, size) in plan.steps() {
         let mut placements = Vec::new();
         for _ in 0..2 {
@@ -717,7 +735,13 @@ mod tests {
         // Collectives without a reduction run once per type, whatever -o says.
         let p = Plan::new(&args("all_gather -d all -o all").unwrap(), 2).unwrap();
         assert_eq!(p.cases.len(), 10);
-        let row = p.row(Elem::Float, None, 1024, Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None }, Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None });
+        let row = p.row(
+            Elem::Float,
+            None,
+            1024,
+            Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None },
+            Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None },
+        );
         assert_eq!((row.size, row.count, row.redop, row.root), (1024, 128, "none", -1));
     }
 
