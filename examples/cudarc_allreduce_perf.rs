@@ -162,8 +162,7 @@ fn main() {
         size *= o.factor.max(2);
     }
     println!(
-        "{{\n  \"tool\": \"cudarc {}\",\n  \"collective\": \"all_reduce\",\n  \"nranks\": {},\n  \"iters\": {},\n  \"warmup_iters\": {},\n  \"results\": [\n{}\n  ]\n}}",
-        "0.19",
+        "{{\n  \"tool\": \"cudarc 0.19\",\n  \"collective\": \"all_reduce\",\n  \"nranks\": {},\n  \"iters\": {},\n  \"warmup_iters\": {},\n  \"results\": [\n{}\n  ]\n}}",
         o.gpus,
         o.iters,
         o.warmup,
