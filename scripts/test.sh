@@ -2,8 +2,10 @@
 # The whole test suite, locally and in CI (.ci/run calls this), on a fresh Debian/Ubuntu
 # machine with only rustup and gcc. It installs what it lacks, then runs:
 #   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
+#      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
 #      the embedding examples, clippy;
-#   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and examples;
+#   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
+#      examples, and `nccl-trampoline selftest`;
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
@@ -64,9 +66,13 @@ printf '  %s\n' "${nccl_libs[@]}"
 TEST_ARGS=(-- --nocapture)
 
 step "native: build"
-cargo build --all-targets
-step "native: tests (unit, conformance, hardening, doc)"
-cargo test "${TEST_ARGS[@]}"
+cargo build --all-targets --features cli
+step "native: tests (unit, conformance, hardening, doc, the command against the stand-in)"
+cargo test --features cli "${TEST_ARGS[@]}"
+step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
+cargo run --quiet --release --features cli -- selftest
+cargo run --quiet --release --features cli -- selftest --library "${nccl_libs[0]}"
+NCCL_TRAMPOLINE_LIBRARY=${nccl_libs[0]} cargo run --quiet --release --features cli -- doctor
 step "native: facade against the real libnccl.so.2 ($NCCL_NEW_VERSION and an old build), no GPU"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[0]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
 NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} \
@@ -78,9 +84,9 @@ step "native: the optional half feature"
 cargo test --quiet --lib --features half
 step "native: clippy and docs"
 cargo clippy --all-targets --quiet -- -D warnings
-cargo clippy --all-targets --quiet --features half,cudarc -- -D warnings
+cargo clippy --all-targets --quiet --features half,cudarc,cli,cudarc-nccl -- -D warnings
 # The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine).
-cargo build --quiet --features cudarc --examples
+cargo build --quiet --features cudarc-nccl --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
@@ -88,6 +94,8 @@ cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
     cargo test --target "$AARCH64" --test real_nccl -- --ignored --nocapture
+step "aarch64 under qemu-aarch64 -cpu max: selftest (built-in oracle, then the real aarch64 NCCL)"
+cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --library "${nccl_libs[1]}"
 step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort

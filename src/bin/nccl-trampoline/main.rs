@@ -44,6 +44,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     let ok = match cli.command {
         Command::Doctor(args) => doctor::run(&args),
@@ -65,4 +66,20 @@ fn main() -> ExitCode {
 /// stderr, exit status 2).
 pub fn usage_error(message: &str) -> ! {
     Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit()
+}
+
+/// Restores the default SIGPIPE action (Rust ignores it), so that `nccl-trampoline doctor |
+/// head` ends quietly like any other command instead of failing on its next write.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        const SIGPIPE: i32 = 13;
+        const SIG_DFL: usize = 0;
+        // SAFETY: signal(2) with SIG_DFL installs no handler; nothing else in this program
+        // changes SIGPIPE's disposition.
+        unsafe { signal(SIGPIPE, SIG_DFL) };
+    }
 }

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::path::PathBuf;
 
 use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, RedOp, UNIQUE_ID_BYTES};
-use nccl_trampoline::{arg, Abi, CallPlan, Error, Signature, Type};
+use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Error, Signature, Type};
 
 use crate::cuda::Driver;
 use crate::oracle::{self, check_call, OracleRuntime, Pattern};
@@ -183,6 +183,20 @@ fn call_core(report: &mut Report) {
         report.check(failures.is_empty(), &format!("{label}: {} mismatches", failures.len()));
     }
     report.check(stack_aligned(), "stack 16-byte aligned at the call, with stack arguments");
+    report.check(
+        negative_control_caught(&oracle, &mut pattern),
+        "negative control: two floats planned as two ints (same bytes, other registers) is caught",
+    );
+}
+
+/// The comparison must be able to fail: `st_hfa_floatx2` takes and returns `struct { float
+/// f[2]; }` (vector registers); planning it as `struct { int i[2]; }` puts the same bytes in
+/// integer registers, which the callee never reads.
+fn negative_control_caught(oracle: &BuiltInOracle, pattern: &mut Pattern) -> bool {
+    let Ok(ints) = Aggregate::builder().array(Type::I32, 2).build() else { return false };
+    let ints = Type::Aggregate(ints);
+    let Ok(wrong) = Signature::new(vec![ints.clone(), Type::I32, ints.clone()], Some(ints)) else { return false };
+    !oracle.sym("st_hfa_floatx2").is_null() && check_call(oracle, "st_hfa_floatx2", &wrong, pattern).is_err()
 }
 
 fn stack_aligned() -> bool {
