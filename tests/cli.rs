@@ -4,9 +4,11 @@
 
 mod common;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nccl-trampoline");
 
@@ -28,18 +30,44 @@ fn fake_nccl(version: u32) -> PathBuf {
     lib
 }
 
-/// Runs the command with a clean NCCL environment plus `env`.
+/// How long one run of the command may take before the test kills it and fails.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs the command with a clean NCCL environment plus `env`; a run that outlives
+/// [`RUN_LIMIT`] is killed and fails the test instead of hanging the suite.
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(BIN);
-    cmd.args(args);
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("NCCL_") || k == "VIRTUAL_ENV" || k == "CONDA_PREFIX")
     {
         cmd.env_remove(k);
     }
     cmd.envs(env.iter().copied());
-    // The CLI's own loader may reach a system NCCL; the stand-in comes first by the
-    // discovery order (NCCL_TRAMPOLINE_LIBRARY).
-    cmd.output().expect("run nccl-trampoline")
+    let mut child = cmd.spawn().expect("run nccl-trampoline");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for nccl-trampoline") {
+            break s;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("nccl-trampoline {args:?} ran longer than {RUN_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -180,4 +208,177 @@ fn perf_without_a_gpu_says_so_and_fails() {
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
     assert!(err.contains("perf needs the CUDA driver"), "{err}");
+}
+
+/// A directory holding the stand-in CUDA driver as `libcuda.so.1`, for LD_LIBRARY_PATH.
+fn fake_cuda_dir() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = common::work_dir("cli-fake-cuda");
+            let lib = common::build_shared(&dir, "fakecuda", &[common::repo_file("tests/c/fake_cuda.c")]);
+            std::fs::copy(&lib, dir.join("libcuda.so.1")).expect("name the stand-in libcuda.so.1");
+            dir
+        })
+        .clone()
+}
+
+/// `perf` on the stand-ins: CUDA memory in host memory, NCCL executing the collectives.
+fn perf(args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+    let lib = fake_nccl(23203);
+    let cuda = fake_cuda_dir();
+    let mut all: Vec<&str> = vec!["perf"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--library", lib.to_str().unwrap()]);
+    let mut env = vec![("LD_LIBRARY_PATH", cuda.to_str().unwrap()), ("FAKE_NCCL_EXECUTE", "1")];
+    env.extend_from_slice(extra_env);
+    run(&all, &env)
+}
+
+/// The data lines of the table: every line not starting with '#'.
+fn rows(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn perf_prints_nccl_tests_table_on_the_stand_in() {
+    let o = perf(&["all_reduce", "-b", "8", "-e", "1K", "-f", "4", "-g", "2", "-o", "all", "-n", "3", "-w", "1"], &[]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(
+        "# nccl-trampoline perf all_reduce: nProcs 1 nGpus 2 minBytes 8 maxBytes 1024 step: 4(factor) warmup iters: 1 iters: 3"
+    ));
+    assert!(out.contains("#  Rank  1 Pid") && out.contains("device  1 [0000:02:00.0] Stand-in GPU 1"), "{out}");
+    let header = lines.iter().position(|l| l.contains("#wrong")).expect("column names");
+    assert_eq!(
+        lines[header],
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong"
+    );
+    // 8, 32, 128, 512 bytes for each of the five reductions, every element right.
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 20, "{out}");
+    for (i, r) in rows.iter().enumerate() {
+        let size = [8, 32, 128, 512][i % 4];
+        let op = ["sum", "prod", "max", "min", "avg"][i / 4];
+        assert_eq!(r.len(), 13, "{r:?}");
+        assert_eq!(
+            (r[0].as_str(), r[2].as_str(), r[3].as_str(), r[4].as_str()),
+            (&*size.to_string(), "float", op, "-1")
+        );
+        assert_eq!(r[1], (size / 4).to_string(), "count");
+        assert_eq!((r[8].as_str(), r[12].as_str()), ("0", "0"), "#wrong: {r:?}");
+        // busbw = algbw * 2 (n-1)/n = algbw on two ranks.
+        assert_eq!(r[6], r[7]);
+    }
+    assert!(out.contains("# Out of bounds values : 0 OK"), "{out}");
+}
+
+#[test]
+fn perf_checks_every_collective_layout_on_the_stand_in() {
+    for args in [
+        &["all_gather", "-g", "3"][..],
+        &["broadcast", "-g", "3", "-r", "1"],
+        &["reduce", "-g", "3", "-r", "2", "-o", "all"],
+        &["reduce_scatter", "-g", "3", "-o", "all"],
+        &["all_reduce", "-g", "3", "-d", "all", "-o", "max"],
+    ] {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&["-b", "96", "-e", "6K", "-f", "8", "-n", "2", "-w", "0"]);
+        // The stand-in executes integer and 32/64-bit float types; `-d all` includes the
+        // 16-bit floats, which it refuses with ncclInvalidArgument.
+        let o = perf(&a, &[("FAKE_CUDA_DEVICES", "3")]);
+        let (out, err) = text(&o);
+        if a.contains(&"all") && a.contains(&"-d") {
+            assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+            assert!(err.contains("ncclAllReduce failed") && err.contains("not executed by the stand-in"), "{err}");
+            assert!(rows(&out).iter().all(|r| r[8] == "0" && r[12] == "0"), "types before half pass:\n{out}");
+            continue;
+        }
+        assert!(o.status.success(), "{a:?}\n{out}\n{err}");
+        assert!(out.contains("# Out of bounds values : 0 OK"), "{a:?}\n{out}");
+        let root = if a[0] == "broadcast" {
+            "1"
+        } else if a[0] == "reduce" {
+            "2"
+        } else {
+            "-1"
+        };
+        assert!(rows(&out).iter().all(|r| r[4] == root), "{a:?}\n{out}");
+    }
+}
+
+#[test]
+fn perf_reports_wrong_elements_and_fails() {
+    let o = perf(
+        &["reduce_scatter", "-b", "48", "-e", "48", "-g", "3", "-n", "1"],
+        &[("FAKE_CUDA_DEVICES", "3"), ("FAKE_NCCL_CORRUPT", "1")],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    // One spoiled element per rank and placement.
+    let r = &rows(&out)[0];
+    assert_eq!((r[8].as_str(), r[12].as_str()), ("3", "3"), "{out}");
+    assert!(out.contains("# Out of bounds values : 6 FAILED"), "{out}");
+}
+
+#[test]
+fn perf_json_and_cputime_modes() {
+    let dir = common::work_dir("cli-perf-json");
+    let file = dir.join("out.json");
+    let o = perf(
+        &["all_gather", "-b", "64", "-e", "256", "-f", "2", "-g", "2", "--json", "-J", file.to_str().unwrap()],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("stdout is one JSON document");
+    assert_eq!(doc, serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&file).unwrap()).unwrap());
+    assert_eq!(doc["collective"], "all_gather");
+    assert_eq!(doc["nranks"], 2);
+    assert_eq!(doc["devices"][1]["name"], "Stand-in GPU 1");
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    for (r, size) in results.iter().zip([64, 128, 256]) {
+        assert_eq!(r["size"], size);
+        assert_eq!(r["count"], size / 4 / 2, "all-gather counts per rank");
+        assert_eq!(r["redop"], "none");
+        for p in ["out_of_place", "in_place"] {
+            assert_eq!(r[p]["wrong"], 0);
+            assert!(r[p]["time_us"].as_f64().unwrap() > 0.0 && r[p]["cpu_us"].as_f64().unwrap() > 0.0);
+            assert!(r[p]["busbw"].as_f64().unwrap() <= r[p]["algbw"].as_f64().unwrap());
+        }
+    }
+    assert_eq!(doc["wrong"], 0);
+
+    let o = perf(&["all_reduce", "-b", "8", "-e", "8", "-g", "2", "-C", "1"], &[]);
+    let (out, _) = text(&o);
+    assert!(out.contains("  cputime   algbw") && !out.contains("     time   algbw"), "{out}");
+}
+
+#[test]
+fn perf_needs_the_gpus_it_is_asked_for() {
+    let o = perf(&["all_reduce", "-b", "8", "-e", "8", "-g", "4"], &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("-g 4: only 2 GPUs are visible"), "{err}");
+}
+
+#[test]
+fn perf_procs_starts_one_process_per_gpu_and_merges_their_lines() {
+    // The stand-in cannot move data between processes: -c 0, so only the plumbing (spawn,
+    // unique-id rendezvous, ncclCommInitRank per child, merged lines) is under test.
+    let o = perf(&["all_reduce", "-b", "8", "-e", "64", "-f", "2", "--procs", "2", "-c", "0", "-n", "2"], &[]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("nProcs 2 nGpus 1"), "{out}");
+    let pids: std::collections::BTreeSet<&str> =
+        out.lines().filter(|l| l.starts_with("#  Rank")).map(|l| l.split_whitespace().nth(4).unwrap()).collect();
+    assert_eq!(pids.len(), 2, "each rank is its own process:\n{out}");
+    let rows = rows(&out);
+    assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["8", "16", "32", "64"]);
+    assert!(rows.iter().all(|r| r[8] == "N/A" && r[12] == "N/A"), "{out}");
 }

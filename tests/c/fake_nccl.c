@@ -40,6 +40,7 @@ void fake_fail_next(int code, const char *text) {
 }
 
 static void put(const void *p, size_t n) {
+    if (rec_len + n > sizeof rec) return; /* long runs (the command's perf) stop recording */
     memcpy(rec + rec_len, p, n);
     rec_len += n;
 }
@@ -110,23 +111,137 @@ const char *ncclGetErrorString(ncclResult_t code) {
     }
 }
 
-#define COLL7(fn, t5) \
+
+/*
+ * Executing collectives (only with FAKE_NCCL_EXECUTE=1, for the command's perf tests; the
+ * facade tests pass made-up pointers). Device memory is host memory (tests/c/fake_cuda.c).
+ * Calls are queued and run when the outermost group ends (or at once outside a group); one
+ * collective is nranks consecutive calls of one kind, in rank order. Types: the integer ones,
+ * float32 and float64 (others fail with ncclInvalidArgument). FAKE_NCCL_CORRUPT=1 spoils the
+ * first element of every result.
+ */
+enum kind { K_ALLREDUCE, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLGATHER };
+struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; };
+static struct op queue[256];
+static int queued, group_depth;
+
+static int env_on(const char *name) { const char *e = getenv(name); return e && *e == '1'; }
+static size_t type_size(int t) {
+    switch (t) { case 0: case 1: return 1; case 2: case 3: case 7: return 4; case 4: case 5: case 8: return 8; default: return 0; }
+}
+static double load(const char *p, int t) {
+    switch (t) {
+    case 0: return *(const int8_t *)p;
+    case 1: return *(const uint8_t *)p;
+    case 2: return *(const int32_t *)p;
+    case 3: return *(const uint32_t *)p;
+    case 4: return (double)*(const int64_t *)p;
+    case 5: return (double)*(const uint64_t *)p;
+    case 7: return *(const float *)p;
+    default: return *(const double *)p;
+    }
+}
+static void store(char *p, int t, double v) {
+    switch (t) {
+    case 0: *(int8_t *)p = (int8_t)(int64_t)v; break;
+    case 1: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
+    case 2: *(int32_t *)p = (int32_t)(int64_t)v; break;
+    case 3: *(uint32_t *)p = (uint32_t)(int64_t)v; break;
+    case 4: *(int64_t *)p = (int64_t)v; break;
+    case 5: *(uint64_t *)p = (uint64_t)v; break;
+    case 7: *(float *)p = (float)v; break;
+    default: *(double *)p = v;
+    }
+}
+/* The reduction of column `i` of the nr inputs of `len` elements each in `in`. */
+static double column(const char *in, size_t len, size_t i, int nr, int t, int op) {
+    size_t es = type_size(t);
+    double v = load(in + i * es, t);
+    for (int k = 1; k < nr; k++) {
+        double w = load(in + ((size_t)k * len + i) * es, t);
+        v = op == 1 ? v * w : op == 2 ? (w > v ? w : v) : op == 3 ? (w < v ? w : v) : v + w;
+    }
+    if (op == 4) v = (t == 7 || t == 8) ? v / nr : (double)((int64_t)v / nr);
+    return v;
+}
+
+static void run_collective(const struct op *q) {
+    int nr = q[0].nranks, t = q[0].type;
+    size_t n = q[0].n, es = type_size(t);
+    /* Elements each rank contributes; every input is copied first (in place, outputs overlap). */
+    size_t len = (q[0].kind == K_REDUCESCATTER) ? n * (size_t)nr : n;
+    char *in = malloc(len * es * (size_t)nr + 1);
+    for (int r = 0; r < nr; r++) memcpy(in + (size_t)r * len * es, q[r].s, len * es);
+    for (int r = 0; r < nr; r++) {
+        const struct op *o = &q[r];
+        switch (o->kind) {
+        case K_ALLREDUCE:
+        case K_REDUCE:
+            if (o->kind == K_REDUCE && r != o->root) break;
+            for (size_t i = 0; i < n; i++) store(o->d + i * es, t, column(in, len, i, nr, t, o->op));
+            break;
+        case K_REDUCESCATTER:
+            for (size_t i = 0; i < n; i++) store(o->d + i * es, t, column(in, len, (size_t)r * n + i, nr, t, o->op));
+            break;
+        case K_BROADCAST:
+            memcpy(o->d, in + (size_t)o->root * len * es, n * es);
+            break;
+        case K_ALLGATHER:
+            memcpy(o->d, in, n * es * (size_t)nr);
+            break;
+        }
+        int has_result = !(o->kind == K_REDUCE && r != o->root);
+        if (has_result && n && env_on("FAKE_NCCL_CORRUPT")) store(o->d, t, load(o->d, t) + 1);
+    }
+    free(in);
+}
+
+static void run_queue(void) {
+    /* A collective whose ranks live in other processes (--procs) cannot run here: dropped. */
+    for (int i = 0; i < queued && queue[i].nranks > 0 && i + queue[i].nranks <= queued; i += queue[i].nranks)
+        run_collective(&queue[i]);
+    queued = 0;
+}
+
+static ncclResult_t enqueue(enum kind k, const void *s, void *d, size_t n, int t, int op, int root, ncclComm_t c) {
+    if (!env_on("FAKE_NCCL_EXECUTE")) return ncclSuccess;
+    if (type_size(t) == 0 || queued == (int)(sizeof queue / sizeof queue[0])) {
+        strcpy(last_error, "type or queue length not executed by the stand-in");
+        return ncclInvalidArgument;
+    }
+    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks};
+    if (group_depth == 0) run_queue();
+    return ncclSuccess;
+}
+
+/* `op_arg`/`root_arg`: how the fifth argument feeds the stand-in's execution. */
+#define COLL7(fn, t5, kind, op_arg, root_arg) \
     ncclResult_t fn(const void *s, void *d, size_t n, ncclDataType_t t, t5 x, ncclComm_t c, cudaStream_t st) { \
-        name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(c->rank); ARG(st); return result(); }
-COLL7(ncclAllReduce, ncclRedOp_t)
-COLL7(ncclReduceScatter, ncclRedOp_t)
-COLL7(ncclBroadcast, int)
+        name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(c->rank); ARG(st); \
+        ncclResult_t r = result(); \
+        return r != ncclSuccess ? r : enqueue(kind, s, d, n, (int)t, op_arg, root_arg, c); }
+COLL7(ncclAllReduce, ncclRedOp_t, K_ALLREDUCE, (int)x, 0)
+COLL7(ncclReduceScatter, ncclRedOp_t, K_REDUCESCATTER, (int)x, 0)
+COLL7(ncclBroadcast, int, K_BROADCAST, 0, x)
 
 ncclResult_t ncclReduce(const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st) {
-    name("ncclReduce"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(op); ARG(root); ARG(c->rank); ARG(st); return result();
+    name("ncclReduce"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(op); ARG(root); ARG(c->rank); ARG(st);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue(K_REDUCE, s, d, n, (int)t, (int)op, root, c);
 }
 
 ncclResult_t ncclAllGather(const void *s, void *d, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
-    name("ncclAllGather"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(c->rank); ARG(st); return result();
+    name("ncclAllGather"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(c->rank); ARG(st);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue(K_ALLGATHER, s, d, n, (int)t, 0, 0, c);
 }
 
-ncclResult_t ncclGroupStart(void) { name("ncclGroupStart"); return result(); }
-ncclResult_t ncclGroupEnd(void) { name("ncclGroupEnd"); return result(); }
+ncclResult_t ncclGroupStart(void) { name("ncclGroupStart"); group_depth++; return result(); }
+ncclResult_t ncclGroupEnd(void) {
+    name("ncclGroupEnd");
+    if (group_depth > 0 && --group_depth == 0) run_queue();
+    return result();
+}
 
 #if FAKE_VERSION >= 2402
 ncclResult_t ncclCommAbort(ncclComm_t comm) { name("ncclCommAbort"); ARG(comm->rank); free(comm); return result(); }
@@ -204,6 +319,10 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) { name(
 ncclResult_t ncclAlltoAll(const void *s, void *d, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
     name("ncclAlltoAll"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(c->rank); ARG(st); return result();
 }
-COLL7(ncclGather, int)
-COLL7(ncclScatter, int)
+/* Recorded only (the stand-in does not execute them). */
+#define RECORD7(fn, t5) \
+    ncclResult_t fn(const void *s, void *d, size_t n, ncclDataType_t t, t5 x, ncclComm_t c, cudaStream_t st) { \
+        name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(c->rank); ARG(st); return result(); }
+RECORD7(ncclGather, int)
+RECORD7(ncclScatter, int)
 #endif
