@@ -219,8 +219,11 @@ fn library(args: &Args, report: &mut Report) -> Option<Nccl> {
     };
     let nccl = match loaded {
         Ok(n) => n,
-        Err(e @ Error::LibraryNotFound { .. }) if args.library.is_none() => {
-            Report::skip(&format!("no NCCL found ({})", e.to_string().lines().next().unwrap_or("")));
+        Err(Error::LibraryNotFound { tried }) if args.library.is_none() => {
+            Report::skip(&format!(
+                "no NCCL found ({} candidates tried; `nccl-trampoline doctor` lists them)",
+                tried.len()
+            ));
             return None;
         }
         Err(e) => {
