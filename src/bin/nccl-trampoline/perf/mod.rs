@@ -390,6 +390,19 @@ fn load(args: &Args) -> Result<Nccl, String> {
     .map_err(|e| e.to_string())
 }
 
+/// Checks the options (a usage error exits with status 2), loads NCCL and the CUDA driver, and
+/// checks that `nranks` GPUs are visible (`option` names the option that asked for them).
+fn prepare(args: &Args, nranks: usize, option: &str) -> Result<(Plan, Nccl, Driver), String> {
+    let plan = Plan::new(args, nranks).unwrap_or_else(|e| crate::usage_error(&e));
+    let nccl = load(args)?;
+    let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
+    let visible = driver.device_count().map_err(|e| e.to_string())? as usize;
+    if visible < nranks {
+        return Err(format!("{option} {nranks}: only {visible} GPUs are visible"));
+    }
+    Ok((plan, nccl, driver))
+}
+
 /// The largest buffer any step needs on one rank.
 fn buffer_bytes(plan: &Plan) -> usize {
     plan.steps()
@@ -409,13 +422,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
         return parent(args);
     }
     let nranks = args.ngpus as usize;
-    let plan = Plan::new(args, nranks).unwrap_or_else(|e| crate::usage_error(&e));
-    let nccl = load(args)?;
-    let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
-    let visible = driver.device_count().map_err(|e| e.to_string())? as usize;
-    if visible < nranks {
-        return Err(format!("-g {nranks}: only {visible} GPUs are visible"));
-    }
+    let (plan, nccl, driver) = prepare(args, nranks, "-g")?;
     let devices: Vec<i32> = (0..nranks as i32).collect();
     let comms = Communicator::init_all(&nccl, &devices).map_err(|e| e.to_string())?;
     let comms = comms.into_iter().zip(devices.iter()).enumerate().map(|(g, (c, d))| (c, *d, g)).collect();
@@ -555,13 +562,7 @@ fn child(args: &Args, spec: &str) -> Result<(), String> {
 /// --procs N: serves a unique id on loopback, starts N children, and merges their lines.
 fn parent(args: &Args) -> Result<bool, String> {
     let nranks = args.procs as usize;
-    let plan = Plan::new(args, nranks).unwrap_or_else(|e| crate::usage_error(&e));
-    let nccl = load(args)?;
-    let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
-    let visible = driver.device_count().map_err(|e| e.to_string())? as usize;
-    if visible < nranks {
-        return Err(format!("--procs {nranks}: only {visible} GPUs are visible"));
-    }
+    let (plan, nccl, driver) = prepare(args, nranks, "--procs")?;
     let id = nccl.unique_id().map_err(|e| e.to_string())?;
     let root = TcpRoot::bind_loopback().map_err(|e| e.to_string())?;
     let addr = root.local_addr().map_err(|e| e.to_string())?;
