@@ -110,8 +110,20 @@ impl Collective {
         (alg, alg * factor)
     }
 
+    /// Whether the loaded library has the collective's own function. Before 2.28,
+    /// all-to-all, gather and scatter are groups of sends and receives, as in nccl-tests.
+    /// Asked once per sweep, not per call.
+    pub fn native_in(self, nccl: &Nccl) -> bool {
+        match self {
+            Collective::AllToAll => nccl.has("ncclAlltoAll"),
+            Collective::Gather => nccl.has("ncclGather"),
+            Collective::Scatter => nccl.has("ncclScatter"),
+            _ => true,
+        }
+    }
+
     /// Enqueues the collective of global rank `rank` of `nranks` (inside the caller's group
-    /// when one thread drives several ranks).
+    /// when one thread drives several ranks); `native` is [`native_in`](Self::native_in).
     ///
     /// # Safety
     ///
@@ -121,6 +133,7 @@ impl Collective {
     pub unsafe fn enqueue(
         self,
         nccl: &Nccl,
+        native: bool,
         comm: &Communicator<'_>,
         send: *mut c_void,
         recv: *mut c_void,
@@ -143,13 +156,9 @@ impl Collective {
                 Collective::Broadcast => comm.broadcast_raw(send, recv, count, dtype, root, stream),
                 Collective::Reduce => comm.reduce_raw(send, recv, count, dtype, op, root, stream),
                 Collective::ReduceScatter => comm.reduce_scatter_raw(send, recv, count, dtype, op, stream),
-                Collective::AllToAll if nccl.has("ncclAlltoAll") => {
-                    comm.all_to_all_raw(send, recv, count, dtype, stream)
-                }
-                Collective::Gather if nccl.has("ncclGather") => comm.gather_raw(send, recv, count, dtype, root, stream),
-                Collective::Scatter if nccl.has("ncclScatter") => {
-                    comm.scatter_raw(send, recv, count, dtype, root, stream)
-                }
+                Collective::AllToAll if native => comm.all_to_all_raw(send, recv, count, dtype, stream),
+                Collective::Gather if native => comm.gather_raw(send, recv, count, dtype, root, stream),
+                Collective::Scatter if native => comm.scatter_raw(send, recv, count, dtype, root, stream),
                 // Before 2.28: point-to-point in a group, as nccl-tests does.
                 Collective::AllToAll => {
                     let g = nccl.group()?;

@@ -196,6 +196,8 @@ struct World<'d, 'n> {
     driver: &'d Driver,
     ranks: Vec<Rank<'d, 'n>>,
     nranks: usize,
+    /// [`Collective::native_in`] for the sweep's collective.
+    native: bool,
 }
 
 struct Rank<'d, 'n> {
@@ -208,13 +210,15 @@ struct Rank<'d, 'n> {
 }
 
 impl<'d, 'n> World<'d, 'n> {
+    /// The ranks of `comms` (communicator, device, global rank), each with buffers for the
+    /// largest step of `plan` and a stream.
     fn new(
         nccl: &'n Nccl,
         driver: &'d Driver,
         comms: Vec<(Communicator<'n>, i32, usize)>,
-        nranks: usize,
-        bytes: usize,
+        plan: &Plan,
     ) -> Result<Self, String> {
+        let bytes = buffer_bytes(plan);
         let mut ranks = Vec::new();
         for (comm, device, global) in comms {
             driver.activate(device).map_err(|e| e.to_string())?;
@@ -223,7 +227,7 @@ impl<'d, 'n> World<'d, 'n> {
             let stream = driver.stream().map_err(|e| e.to_string())?;
             ranks.push(Rank { comm, device, global, send, recv, stream });
         }
-        Ok(World { nccl, driver, ranks, nranks })
+        Ok(World { nccl, driver, ranks, nranks: plan.nranks, native: plan.collective.native_in(nccl) })
     }
 
     /// One operation on every local rank (in one group when there are several).
@@ -245,6 +249,7 @@ impl<'d, 'n> World<'d, 'n> {
             unsafe {
                 c.enqueue(
                     self.nccl,
+                    self.native,
                     &r.comm,
                     send,
                     recv,
@@ -426,7 +431,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
     let devices: Vec<i32> = (0..nranks as i32).collect();
     let comms = Communicator::init_all(&nccl, &devices).map_err(|e| e.to_string())?;
     let comms = comms.into_iter().zip(devices.iter()).enumerate().map(|(g, (c, d))| (c, *d, g)).collect();
-    let world = World::new(&nccl, &driver, comms, nranks, buffer_bytes(&plan))?;
+    let world = World::new(&nccl, &driver, comms, &plan)?;
     let mut out = Output::new(args, &plan, &nccl, &driver, &vec![std::process::id(); nranks]);
     for (elem, op, size) in plan.steps() {
         let o = world.measure(args, &plan, elem, op, size, false)?;
@@ -524,8 +529,7 @@ impl<'a> Output<'a> {
         if let Some(path) = &self.args.output_file {
             std::fs::write(path, &doc).map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
-        let wrong: u64 = self.rows.iter().flat_map(|r| [r.out_of_place.wrong, r.in_place.wrong]).flatten().sum();
-        Ok(wrong == 0)
+        Ok(report::total_wrong(&self.rows) == 0)
     }
 }
 
@@ -549,7 +553,7 @@ fn child(args: &Args, spec: &str) -> Result<(), String> {
     driver.activate(rank as i32).map_err(|e| e.to_string())?;
     let id = fetch_tcp(addr, RENDEZVOUS_TIMEOUT).map_err(|e| e.to_string())?;
     let comm = Communicator::init_rank(&nccl, nranks as i32, &id, rank as i32).map_err(|e| e.to_string())?;
-    let world = World::new(&nccl, &driver, vec![(comm, rank as i32, rank)], nranks, buffer_bytes(&plan))?;
+    let world = World::new(&nccl, &driver, vec![(comm, rank as i32, rank)], &plan)?;
     for (elem, op, size) in plan.steps() {
         for in_place in [false, true] {
             let m = world.measure(args, &plan, elem, op, size, in_place)?;

@@ -76,15 +76,19 @@ pub fn table_row(row: &Row, cputime: bool) -> String {
 /// The closing lines: out-of-bounds count and the average bus bandwidth over every
 /// measurement (out-of-place and in-place), as nccl-tests prints them.
 pub fn table_footer(rows: &[Row]) -> String {
-    let wrong: u64 = rows.iter().flat_map(|r| [r.out_of_place.wrong, r.in_place.wrong]).flatten().sum();
-    let busbw: Vec<f64> = rows.iter().flat_map(|r| [r.out_of_place.busbw, r.in_place.busbw]).collect();
-    let avg = if busbw.is_empty() { 0.0 } else { busbw.iter().sum::<f64>() / busbw.len() as f64 };
+    let (wrong, avg) = (total_wrong(rows), average_busbw(rows));
     format!(
         "# Out of bounds values : {wrong} {}\n# Avg bus bandwidth    : {avg:.6} \n#\n",
         if wrong == 0 { "OK" } else { "FAILED" }
     )
 }
 
+/// Wrong elements over every checked measurement.
+pub fn total_wrong(rows: &[Row]) -> u64 {
+    rows.iter().flat_map(|r| [r.out_of_place.wrong, r.in_place.wrong]).flatten().sum()
+}
+
+/// The mean busbw over every measurement (out-of-place and in-place), nccl-tests' average.
 pub fn average_busbw(rows: &[Row]) -> f64 {
     let v: Vec<f64> = rows.iter().flat_map(|r| [r.out_of_place.busbw, r.in_place.busbw]).collect();
     if v.is_empty() {
@@ -152,8 +156,8 @@ pub fn json_document(fields: &[(&str, String)], rows: &[Row]) -> String {
         .unwrap();
         s.push_str(if i + 1 < rows.len() { ",\n" } else { "\n" });
     }
-    let wrong: u64 = rows.iter().flat_map(|r| [r.out_of_place.wrong, r.in_place.wrong]).flatten().sum();
-    writeln!(s, "  ],\n  \"avg_busbw\": {},\n  \"wrong\": {wrong}\n}}", json_num(average_busbw(rows), 4)).unwrap();
+    writeln!(s, "  ],\n  \"avg_busbw\": {},\n  \"wrong\": {}\n}}", json_num(average_busbw(rows), 4), total_wrong(rows))
+        .unwrap();
     s
 }
 
