@@ -7,25 +7,23 @@
 # docs/gpu-results.md records a run and its results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=$(cargo test --release --features half --test gpu --no-run --message-format=json 2>/dev/null |
+# executable NAME: the path of target NAME's executable in cargo's JSON messages on stdin.
+executable() {
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
-        print(m["executable"])')
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
+        print(m["executable"])' "$1"
+}
 mkdir -p .device-bin
-cp "$bin" .device-bin/gpu
+cp "$(cargo test --release --features half --test gpu --no-run --message-format=json 2>/dev/null | executable gpu)" \
+    .device-bin/gpu
 cargo build --release --quiet --features cudarc --example init_all --example allreduce
 cp target/release/examples/init_all target/release/examples/allreduce .device-bin/
 # The command-line tool and the cudarc comparison program of scripts/gpu-perf.sh.
 cargo build --release --quiet --features cli --bin nccl-trampoline
 cargo build --release --quiet --features cudarc-nccl --example cudarc_allreduce_perf
 cp target/release/nccl-trampoline target/release/examples/cudarc_allreduce_perf .device-bin/
-bench=$(cargo bench --no-run --message-format=json 2>/dev/null | python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "call_overhead":
-        print(m["executable"])')
-cp "$bench" .device-bin/call_overhead
+cp "$(cargo bench --no-run --message-format=json 2>/dev/null | executable call_overhead)" .device-bin/call_overhead
 strip .device-bin/*
 ls -l .device-bin/
