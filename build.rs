@@ -1,40 +1,136 @@
-//! Builds the assembly call core for the target and generates its single source of truth:
-//! the byte offsets of `CallFrame` that the assembly reads, and the version-suffixed entry symbol.
+//! Builds the assembly call core for the target and generates its single source of truth: the
+//! layout of a call program (header words, op fields, frame slots, status codes), the order of
+//! the code table the assembly exports (handler families and their members, walks, typed word
+//! bodies, checked straight-line bodies) and the version-suffixed table symbol.
 //!
 //! Outputs in `OUT_DIR`:
-//! - `frame_offsets.h`: `#define FRAME_*` for the assembly (and the C programs of the tests);
-//! - `frame_offsets.rs`: the same numbers as `pub const`, asserted against `offset_of!` in
-//!   `src/engine.rs`;
-//! - `entry.rs`: the `extern "C"` declaration of the entry under its versioned link name.
+//! - `layout.h`: `#define`s for the assembly (and the C programs of the tests): every offset,
+//!   every table index, and the member lists the assembly's `.irp` loops walk, so the table the
+//!   assembly emits is in exactly the order the Rust side indexes;
+//! - `layout.rs`: the same numbers as `pub const`, the name of every table slot, and the
+//!   `extern` declaration of the table under its versioned link name (`src/engine.rs` includes
+//!   it and asserts the numbers against its own types).
 
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Byte offsets of the fields of `engine::CallFrame`. `src/engine.rs` fails to compile if the
-/// struct and this table ever disagree.
-const FRAME_OFFSETS: &[(&str, usize, &str)] = &[
-    ("FRAME_FUNC", 0, "function to call"),
-    ("FRAME_STACK_ARGS", 8, "pointer to the stack-argument image"),
-    ("FRAME_STACK_LEN", 16, "its length in bytes, a multiple of 16"),
-    ("FRAME_INDIRECT_RESULT", 24, "x8 on AArch64 (unused on x86-64)"),
-    ("FRAME_VECTOR_COUNT", 32, "%al on x86-64 (unused on AArch64)"),
-    ("FRAME_INT_REGS", 48, "8 x u64: rdi rsi rdx rcx r8 r9 / x0..x7"),
-    ("FRAME_VEC_REGS", 112, "8 x 16 bytes: xmm0..xmm7 / q0..q7"),
-    ("FRAME_RET_INT", 240, "2 x u64: rax rdx / x0 x1"),
-    ("FRAME_RET_VEC", 256, "4 x 16 bytes: xmm0 xmm1 / q0..q3"),
-    ("FRAME_SIZE", 320, "size of the whole frame"),
+/// Layout of a call program (`src/program.rs` builds it, `asm/<arch>.S` walks it). Byte offsets.
+const PROGRAM_LAYOUT: &[(&str, i64, &str)] = &[
+    ("HDR_FRAME", 0, "header: bytes of outgoing stack arguments plus private copies (multiple of 16)"),
+    ("HDR_ARGC", 8, "header: argument count (the checked walk null-checks argv[0..argc])"),
+    ("HDR_OPS", 16, "header size: the first op"),
+    ("OP_HANDLER", 0, "op: address of its handler"),
+    ("OP_A", 8, "op: first operand (u64)"),
+    ("OP_B", 16, "op: second operand (u64)"),
+    ("OP_SIZE", 24, "size of one op"),
+    ("STATUS_OK", 0, "checked entry: the function was called"),
+    ("STATUS_NULL_ARGUMENT", 1, "checked entry: an argument pointer was null, nothing was called"),
+    ("STATUS_NOT_NATIVE", 2, "checked entry: the plan cannot run on this target (Rust stub only)"),
+    ("PROBE_PAGE", 4096, "frames larger than this are touched page by page (guard pages)"),
 ];
 
-/// The assembly file for a target, chosen explicitly (no guessing from the host).
-fn find_assembly(arch: &str, os: &str) -> Option<(&'static str, &'static str)> {
+/// Frame slots of the framed walks, per architecture: x86-64 addresses them below %rbp, AArch64
+/// above x29 (beside the frame record).
+const FRAME_X86_64: &[(&str, i64, &str)] = &[
+    ("SLOT_FUNC", -8, "framed walk: the function to call"),
+    ("SLOT_CONT", -16, "framed walk: the op the walk continues at after the call"),
+    ("SLOT_RET", -24, "checked walk: the caller's result buffer"),
+    ("FRAME_SLOTS", 32, "bytes of slots below the saved %rbp (keeps %rsp 16-aligned)"),
+];
+const FRAME_AARCH64: &[(&str, i64, &str)] = &[
+    ("SLOT_RET", 16, "checked walk: the caller's result buffer"),
+    ("SLOT_CONT", 24, "framed walk: the op the walk continues at after the call"),
+    ("FRAME_RECORD", 48, "frame record (x29, x30) plus slots, a multiple of 16"),
+];
+
+const EXT: &[&str] = &["s8", "s16", "s32", "z8", "z16", "z32", "q64"];
+const LENS: &[&str] = &["1", "2", "3", "4", "5", "6", "7", "8"];
+const FLOAT_LENS: &[&str] = &["4", "8"];
+
+/// One architecture's code table: handler families (name, member lists), then the fixed parts.
+struct Arch {
+    asm: &'static str,
+    cfg: &'static str,
+    /// Integer argument registers, in ABI order.
+    int_regs: &'static [&'static str],
+    vec_regs: &'static [&'static str],
+    families: Vec<(&'static str, Vec<&'static [&'static str]>)>,
+    frame: &'static [(&'static str, i64, &'static str)],
+}
+
+fn arch(arch: &str, os: &str) -> Option<Arch> {
+    const X86_INT: &[&str] = &["rdi", "rsi", "rdx", "rcx", "r8", "r9"];
+    const X86_VEC: &[&str] = &["xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7"];
+    const A64_INT: &[&str] = &["x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"];
+    const A64_VEC: &[&str] = &["v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"];
     match (arch, os) {
-        ("x86_64", "linux") => Some(("asm/x86_64.S", "x86_64_sysv")),
-        ("aarch64", "linux") => Some(("asm/aarch64.S", "aarch64_aapcs64")),
+        ("x86_64", "linux") => Some(Arch {
+            asm: "asm/x86_64.S",
+            cfg: "x86_64_sysv",
+            int_regs: X86_INT,
+            vec_regs: X86_VEC,
+            families: vec![
+                ("int", vec![X86_INT, EXT]),
+                ("vec", vec![X86_VEC, FLOAT_LENS]),
+                ("load", vec![LENS]),
+                ("movi", vec![X86_INT]),
+                ("wint", vec![X86_INT]),
+                ("wvec", vec![X86_VEC, FLOAT_LENS]),
+                ("call", vec![]),
+                ("stk", vec![EXT]),
+                ("wstk", vec![]),
+                ("copy", vec![&["sse", "avx", "avx512vl"]]),
+                ("retaddr", vec![]),
+                ("enter", vec![]),
+                ("resi", vec![&["rax", "rdx"], LENS]),
+                ("resv", vec![&["xmm0", "xmm1"], FLOAT_LENS]),
+                ("return", vec![]),
+                ("done", vec![]),
+            ],
+            frame: FRAME_X86_64,
+        }),
+        ("aarch64", "linux") => Some(Arch {
+            asm: "asm/aarch64.S",
+            cfg: "aarch64_aapcs64",
+            int_regs: A64_INT,
+            vec_regs: A64_VEC,
+            families: vec![
+                ("int", vec![A64_INT, EXT]),
+                ("vec", vec![A64_VEC, FLOAT_LENS]),
+                ("load", vec![LENS]),
+                ("movi", vec![A64_INT]),
+                ("caddr", vec![A64_INT]),
+                ("wint", vec![A64_INT]),
+                ("wvec", vec![A64_VEC, FLOAT_LENS]),
+                ("call", vec![]),
+                ("stk", vec![EXT]),
+                ("wstk", vec![]),
+                ("copy", vec![&["neon"]]),
+                ("stkcaddr", vec![]),
+                ("x8", vec![]),
+                ("enter", vec![]),
+                ("resi", vec![&["x0", "x1"], LENS]),
+                ("resv", vec![&["v0", "v1", "v2", "v3"], FLOAT_LENS]),
+                ("return", vec![]),
+                ("done", vec![]),
+            ],
+            frame: FRAME_AARCH64,
+        }),
         _ => None,
     }
 }
+
+/// Checked straight-line bodies: at most this many arguments (all in registers on both ABIs),
+/// one body per width mask and result kind.
+const MAX_LINE_ARGS: u32 = 6;
+/// Their result kinds: a 4-byte or an 8-byte integer result stored at `ret`.
+const LINE_KINDS: &[&str] = &["r4", "r8"];
+/// Typed word bodies: one per argument count, 0 to this (the most a typed binding takes).
+const MAX_WORD_ARGS: u32 = 12;
+/// The walk entries, in table order.
+const WALKS: &[&str] = &["walk_tail", "walk_framed", "walk_checked"];
 
 /// Symbols carry the semver-compatibility part of the version, so two incompatible copies of
 /// the crate can be linked into one binary: 0.1.x -> v0_1, 1.4.2 -> v1, 0.0.3 -> v0_0_3.
@@ -72,21 +168,27 @@ fn main() {
     }
 
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let target_arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let version = env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION");
-    let entry = format!("nccl_trampoline_call_{}", symbol_suffix(&version));
+    let table = format!("nccl_trampoline_table_{}", symbol_suffix(&version));
+    let arch = arch(&target_arch, &os);
 
-    write_offsets(&out, &entry);
-    println!("cargo:rustc-env=NCCL_TRAMPOLINE_TARGET={arch}-{os}");
+    write_layout(&out, &table, arch.as_ref());
+    println!("cargo:rustc-env=NCCL_TRAMPOLINE_TARGET={target_arch}-{os}");
 
-    let Some((source, cfg)) = find_assembly(&arch, &os) else {
+    let Some(arch) = arch else {
         // No trampoline for this target: the crate still builds; calls return `Unsupported`.
         return;
     };
     let lib = format!("nccl_trampoline_core_{}", symbol_suffix(&version));
-    cc::Build::new().file(source).include(&out).include("asm").define("TRAMPOLINE_ENTRY", entry.as_str()).compile(&lib);
-    println!("cargo:rustc-cfg=nccl_trampoline_asm=\"{cfg}\"");
+    cc::Build::new()
+        .file(arch.asm)
+        .include(&out)
+        .include("asm")
+        .define("TRAMPOLINE_TABLE", table.as_str())
+        .compile(&lib);
+    println!("cargo:rustc-cfg=nccl_trampoline_asm=\"{}\"", arch.cfg);
     // Where the tests find the built object (hardening checks) and the generated header.
     println!("cargo:rustc-env=NCCL_TRAMPOLINE_CORE_ARCHIVE={}", out.join(format!("lib{lib}.a")).display());
     println!("cargo:rustc-env=NCCL_TRAMPOLINE_CORE_INCLUDE={}", out.display());
@@ -116,23 +218,105 @@ fn build_selftest_oracle(out: &Path) {
     println!("cargo:rustc-link-arg-bin=nccl-trampoline={}", out.join(format!("lib{name}.a")).display());
 }
 
-fn write_offsets(out: &Path, entry: &str) {
-    let mut h = String::from("/* Generated by build.rs: offsets of CallFrame (src/engine.rs). */\n#ifndef NCCL_TRAMPOLINE_FRAME_OFFSETS_H\n#define NCCL_TRAMPOLINE_FRAME_OFFSETS_H\n");
-    let mut rs = String::from("// Generated by build.rs: offsets of CallFrame, asserted against offset_of! below.\n");
-    for (name, value, what) in FRAME_OFFSETS {
-        writeln!(h, "#define {name} {value} /* {what} */").unwrap();
-        writeln!(rs, "/// Byte offset generated by build.rs: {what}.\npub const {name}: usize = {value};").unwrap();
+/// Every member name of a family: `family_d1_d2`, the last dimension varying fastest.
+fn members(family: &str, dims: &[&[&str]]) -> Vec<String> {
+    let mut names = vec![family.to_string()];
+    for dim in dims {
+        names = names.iter().flat_map(|n| dim.iter().map(move |d| format!("{n}_{d}"))).collect();
     }
-    writeln!(h, "#define TRAMPOLINE_ENTRY_NAME \"{entry}\"\n#endif").unwrap();
+    names
+}
+
+/// The checked straight-line body names in table order: for n = 0..=max, the 2^n signatures
+/// of n arguments, each `i` (int32_t, sign-extended) or `q` (a 64-bit integer or pointer),
+/// argument 0 first and most significant in the index; each with every result kind.
+fn line_names(max: u32) -> Vec<String> {
+    let mut names = Vec::new();
+    for n in 0..=max {
+        for mask in 0..(1u32 << n) {
+            let bits: String = (0..n).map(|k| if mask >> (n - 1 - k) & 1 == 1 { 'q' } else { 'i' }).collect();
+            let bits = if n == 0 { "none".to_string() } else { bits };
+            names.extend(LINE_KINDS.iter().map(|k| format!("line_{bits}_{k}")));
+        }
+    }
+    names
+}
+
+fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
+    let mut h = String::from(
+        "/* Generated by build.rs: the call-program layout and the code-table order. */\n\
+         #ifndef NCCL_TRAMPOLINE_LAYOUT_H\n#define NCCL_TRAMPOLINE_LAYOUT_H\n",
+    );
+    let mut rs = String::from("// Generated by build.rs: the call-program layout and the code-table order.\n");
+    let mut constant = |name: &str, value: i64, what: &str| {
+        writeln!(h, "#define {name} {value} /* {what} */").unwrap();
+        writeln!(rs, "/// {what} (generated by build.rs).\npub const {name}: i64 = {value};").unwrap();
+    };
+    for (name, value, what) in PROGRAM_LAYOUT {
+        constant(name, *value, what);
+    }
+
+    let mut names: Vec<String> = Vec::new();
+    if let Some(a) = arch {
+        for (name, value, what) in a.frame {
+            constant(name, *value, what);
+        }
+        for (family, dims) in &a.families {
+            let upper = family.to_uppercase();
+            constant(&format!("H_{upper}"), names.len() as i64, &format!("table index of the first {family} handler"));
+            names.extend(members(family, dims));
+        }
+        let handlers = names.len() as i64;
+        constant("H_COUNT", handlers, "handlers in the table");
+        constant("T_WALK", handlers, "table index of the walk entries (tail, framed, checked)");
+        names.extend(WALKS.iter().map(|w| w.to_string()));
+        constant("T_WORDS", names.len() as i64, "table index of the typed word bodies (by argument count)");
+        constant("MAX_WORD_ARGS", i64::from(MAX_WORD_ARGS), "most arguments of a word body");
+        names.extend((0..=MAX_WORD_ARGS).map(|n| format!("words_{n}")));
+        constant("T_LINE", names.len() as i64, "table index of the checked straight-line bodies");
+        constant("MAX_LINE_ARGS", i64::from(MAX_LINE_ARGS), "most arguments of a checked straight-line body");
+        names.extend(line_names(MAX_LINE_ARGS));
+        constant("T_LEN", names.len() as i64, "slots in the table");
+        let list = |v: &[&str]| v.join(",");
+        writeln!(h, "#define L_INT_REGS {}", list(a.int_regs)).unwrap();
+        writeln!(h, "#define L_VEC_REGS {}", list(a.vec_regs)).unwrap();
+        writeln!(h, "#define L_EXT {}", list(EXT)).unwrap();
+        writeln!(h, "#define L_LENS {}", list(LENS)).unwrap();
+        writeln!(h, "#define L_FLOAT_LENS {}", list(FLOAT_LENS)).unwrap();
+        for (family, dims) in &a.families {
+            for (i, dim) in dims.iter().enumerate() {
+                writeln!(h, "#define L_{}_{i} {}", family.to_uppercase(), list(dim)).unwrap();
+            }
+        }
+        writeln!(rs, "/// Integer argument registers, in ABI order.\npub const INT_REGS: &[&str] = &{:?};", a.int_regs)
+            .unwrap();
+        writeln!(rs, "/// Vector argument registers, in ABI order.\npub const VEC_REGS: &[&str] = &{:?};", a.vec_regs)
+            .unwrap();
+        writeln!(rs, "/// Integer widths and extensions, in family order.\npub const EXT: &[&str] = &{EXT:?};")
+            .unwrap();
+        for (family, dims) in &a.families {
+            for (i, dim) in dims.iter().enumerate() {
+                writeln!(
+                    rs,
+                    "/// Members of dimension {i} of the `{family}` handlers.\npub const L_{}_{i}: &[&str] = &{dim:?};",
+                    family.to_uppercase()
+                )
+                .unwrap();
+            }
+        }
+    }
+    writeln!(h, "#define TRAMPOLINE_TABLE_NAME \"{table}\"\n#endif").unwrap();
+    writeln!(rs, "/// Link name of the assembly's code table for this crate version.\npub const TABLE_SYMBOL: &str = \"{table}\";")
+        .unwrap();
     writeln!(
         rs,
-        "/// Link name of the assembly entry for this crate version.\npub const ENTRY_SYMBOL: &str = \"{entry}\";"
+        "/// The name of every table slot, in table order (the assembly's symbol is `nt_` + name).\npub const TABLE_NAMES: &[&str] = &{names:?};"
     )
     .unwrap();
-    fs::write(out.join("frame_offsets.h"), h).expect("write frame_offsets.h");
-    fs::write(out.join("frame_offsets.rs"), rs).expect("write frame_offsets.rs");
+    fs::write(out.join("layout.h"), h).expect("write layout.h");
+    fs::write(out.join("layout.rs"), rs).expect("write layout.rs");
     let decl = format!(
-        "extern \"C\" {{\n    /// The assembly entry (asm/<arch>.S).\n    #[link_name = \"{entry}\"]\n    fn trampoline_entry(frame: *mut CallFrame);\n}}\n"
+        "extern \"C\" {{\n    /// The code table of the assembly (asm/<arch>.S): handlers, walks, word and line bodies.\n    #[link_name = \"{table}\"]\n    static TABLE: [usize; T_LEN as usize];\n}}\n"
     );
-    fs::write(out.join("entry.rs"), decl).expect("write entry.rs");
+    fs::write(out.join("table.rs"), decl).expect("write table.rs");
 }

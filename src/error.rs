@@ -3,8 +3,9 @@
 /// Everything that can fail in this crate, one variant per failure site.
 ///
 /// Plan-time variants (layouts, limits, variadic promotion) are reported when a
-/// [`CallPlan`](crate::CallPlan) is made, so a call never meets them; call-time variants check
-/// what the caller passes to [`CallPlan::call`](crate::CallPlan::call).
+/// [`CallPlan`](crate::CallPlan) is made, so a call never meets them; bind-time variants when a
+/// [`TypedFn`](crate::TypedFn) is made; call-time variants check what the caller passes to
+/// [`CallPlan::call`](crate::CallPlan::call).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
@@ -128,6 +129,31 @@ pub enum Error {
         expected: usize,
         /// Arguments passed.
         got: usize,
+    },
+    /// A typed binding whose argument type differs from the signature's.
+    #[error("argument {index} is {expected} in the signature but {got} in the binding")]
+    ArgumentType {
+        /// Index of the argument.
+        index: usize,
+        /// The signature's type.
+        expected: String,
+        /// The binding's type.
+        got: String,
+    },
+    /// A typed binding whose result type differs from the signature's (or is an aggregate,
+    /// which typed bindings do not return).
+    #[error("the result is {expected} in the signature but {got} in the binding")]
+    ResultType {
+        /// The signature's type.
+        expected: String,
+        /// The binding's type.
+        got: String,
+    },
+    /// A by-value copy width this CPU or target cannot run.
+    #[error("the {copy} copy is not available on this CPU")]
+    VectorCopyUnavailable {
+        /// Its name (`VectorCopy::name`).
+        copy: &'static str,
     },
     /// A null pointer where the call needs a value (function, argument or result buffer).
     #[error("null {what} pointer")]

@@ -1,61 +1,27 @@
-//! Call plans: a signature placed once, then called any number of times without touching the
-//! heap.
+//! Call plans: a signature placed once and compiled into assembly programs, then called any
+//! number of times without touching the heap and without interpreting anything in Rust.
 
 use core::ffi::c_void;
-use core::mem::{size_of, MaybeUninit};
-use core::ptr;
+use core::fmt;
 
-use crate::abi::{Abi, Loc, Move, Placement, ResultPlace, RetReg};
-use crate::engine::{self, CallFrame};
-use crate::{Error, Signature};
-
-/// Bytes of stack image plus private copies that a call keeps in the caller's own frame; larger
-/// needs use a separate frame.
-const SMALL_AREA: usize = 256;
-
-/// One prepared step of a call. Every destination is a byte offset into the call's
-/// workspace: the [`CallFrame`], then the stack-argument image, then the private copies, one
-/// contiguous, 16-aligned block on the caller's stack. One dispatch per step, no allocation.
-#[derive(Clone, Copy, Debug)]
-struct Step {
-    kind: StepKind,
-    arg: u16,
-    /// Source offset in the argument (Bytes), or workspace offset of a copy (CopyAddress).
-    src: u32,
-    len: u32,
-    dst: u32,
-}
-
-/// What a step does; the integer width is chosen when the plan is made, not at each call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum StepKind {
-    /// `int8_t`, sign-extended to 64 bits.
-    Sext8,
-    /// `int16_t`, sign-extended to 64 bits.
-    Sext16,
-    /// `int32_t`, sign-extended to 64 bits.
-    Sext32,
-    /// `uint8_t`, zero-extended to 64 bits.
-    Zext8,
-    /// `uint16_t`, zero-extended to 64 bits.
-    Zext16,
-    /// `uint32_t`, zero-extended to 64 bits.
-    Zext32,
-    /// A 64-bit integer or pointer.
-    Load64,
-    /// `len` raw bytes from byte `src` of the argument.
-    Bytes,
-    /// The address of workspace byte `src`, as a pointer.
-    CopyAddress,
-    /// The caller's result buffer address, as a pointer.
-    ResultAddress,
-}
+use crate::abi::{Abi, Placement};
+use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, STATUS_OK};
+use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
+use crate::program::{self, Mode};
+use crate::typed::{CArgs, CRet, TypedFn};
+use crate::{Error, Signature, Type};
 
 /// A signature prepared for calling through the assembly core.
 ///
-/// Make it once with [`CallPlan::new`]; every layout or limit problem is reported then. A
-/// [`call`](CallPlan::call) then allocates nothing: the frame, the stack-argument image and
-/// the private aggregate copies live on the caller's stack.
+/// Make it once with [`CallPlan::new`]; every layout or limit problem is reported then, and
+/// the placement is compiled into the programs the assembly runs (see `src/program.rs`). Then:
+///
+/// - [`call`](CallPlan::call) takes argument pointers and a result buffer, checks them (count,
+///   null pointers) and runs the checked program: allocation-free, nothing interpreted in Rust;
+/// - [`bind`](CallPlan::bind) checks Rust types against the signature once and returns a
+///   [`TypedFn`] whose calls check nothing;
+/// - [`call_words`](CallPlan::call_words) runs the same typed program with argument words
+///   given at run time, for callers that checked their inputs themselves.
 ///
 /// ```
 /// use core::ffi::c_void;
@@ -79,25 +45,68 @@ enum StepKind {
 /// # fn arg_mut<T>(v: &mut T) -> *mut c_void { v as *mut T as *mut c_void }
 /// # Ok::<(), nccl_trampoline::Error>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CallPlan {
+    argc: usize,
+    needs_ret: bool,
+    /// The checked entry and its program (a refusing stub where the plan cannot run).
+    entry: CheckedEntry,
+    program: Box<[u64]>,
+    /// The typed entry and program, where the result comes back in a register (or is void).
+    typed: Option<(usize, Box<[u64]>)>,
+    ret: RetClass,
     abi: Abi,
     signature: Signature,
-    steps: Vec<Step>,
-    stack_len: u32,
-    copy_len: u32,
-    vector_count: u8,
-    /// Result copies out of the frame: (frame offset, result offset, bytes); at most four
-    /// pieces (an HFA of four members).
-    ret_copies: [(u16, u16, u16); 4],
-    ret_count: u8,
-    returns_value: bool,
-    indirect_result: bool,
+    copy: Option<VectorCopy>,
+}
+
+/// How `call_words` receives the result of the typed entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RetClass {
+    Void,
+    /// An integer or pointer of this many bytes, in rax / x0.
+    Int(u8),
+    F32,
+    F64,
+    /// Anything else: through the checked program.
+    Other,
+}
+
+impl RetClass {
+    fn of(ret: Option<&Type>) -> RetClass {
+        match ret {
+            None => RetClass::Void,
+            Some(Type::F32) => RetClass::F32,
+            Some(Type::F64) => RetClass::F64,
+            Some(Type::Aggregate(_)) => RetClass::Other,
+            Some(t) => RetClass::Int(t.size() as u8),
+        }
+    }
+}
+
+/// The checked entry of a plan that cannot run here: the same precedence of errors as a real
+/// one (null arguments first), then "not native". Nothing is called.
+unsafe extern "C" fn refuse(
+    argv: *const *const c_void,
+    _ret: *mut c_void,
+    _func: *const c_void,
+    program: *const u64,
+) -> u32 {
+    // SAFETY: `program` is this plan's header (HDR_ARGC is in it) and argv holds argc pointers
+    // (`call` checked the count).
+    unsafe {
+        let argc = *program.add((HDR_ARGC / 8) as usize) as usize;
+        if (0..argc).any(|i| (*argv.add(i)).is_null()) {
+            return STATUS_NULL_ARGUMENT as u32;
+        }
+    }
+    STATUS_NOT_NATIVE as u32
 }
 
 impl CallPlan {
-    /// Prepares `sig` for this target's ABI. Fails with [`Error::UnsupportedTarget`] where the
-    /// crate has no trampoline, or with the error of the first layout or limit problem.
+    /// Prepares `sig` for this target's ABI, with the widest vector copy this CPU has. Fails
+    /// with [`Error::UnsupportedTarget`] where the crate has no trampoline, or with the error
+    /// of the first layout or limit problem.
     pub fn new(sig: &Signature) -> Result<Self, Error> {
         let abi = Abi::native().ok_or(Error::UnsupportedTarget { target: engine::TARGET })?;
         Self::for_abi(abi, sig)
@@ -107,80 +116,47 @@ impl CallPlan {
     /// ([`placement`](CallPlan::placement)) everywhere but called only where `abi` is native.
     pub fn for_abi(abi: Abi, sig: &Signature) -> Result<Self, Error> {
         let placement = abi.place(sig)?;
-        Ok(Self::from_placement(abi, sig.clone(), placement))
+        let copy = if Abi::native() == Some(abi) { VectorCopy::best() } else { None };
+        Ok(Self::compile(abi, sig.clone(), &placement, copy))
     }
 
-    fn from_placement(abi: Abi, signature: Signature, p: Placement) -> Self {
-        let frame = size_of::<CallFrame>();
-        let copies = frame + p.stack_len;
-        // Abi::place bounded every offset by the limits, far below u32::MAX.
-        let dst = |loc: Loc| -> u32 {
-            (match loc {
-                Loc::Int(n) => engine::offsets::FRAME_INT_REGS + 8 * usize::from(n),
-                Loc::Vec(n) => engine::offsets::FRAME_VEC_REGS + 16 * usize::from(n),
-                Loc::Stack(off) => frame + off as usize,
-            }) as u32
-        };
-        let steps = p
-            .moves
-            .iter()
-            .map(|m| match *m {
-                Move::Int { arg, len, signed, to } => {
-                    let kind = match (len, signed) {
-                        (1, true) => StepKind::Sext8,
-                        (2, true) => StepKind::Sext16,
-                        (4, true) => StepKind::Sext32,
-                        (1, false) => StepKind::Zext8,
-                        (2, false) => StepKind::Zext16,
-                        (4, false) => StepKind::Zext32,
-                        _ => StepKind::Load64,
-                    };
-                    Step { kind, arg, src: 0, len: u32::from(len), dst: dst(to) }
-                }
-                Move::Bytes { arg, src, len, to } => Step { kind: StepKind::Bytes, arg, src, len, dst: dst(to) },
-                Move::Copy { arg, len, copy } => {
-                    Step { kind: StepKind::Bytes, arg, src: 0, len, dst: (copies + copy as usize) as u32 }
-                }
-                Move::CopyAddress { copy, to } => Step {
-                    kind: StepKind::CopyAddress,
-                    arg: 0,
-                    src: (copies + copy as usize) as u32,
-                    len: 8,
-                    dst: dst(to),
-                },
-                Move::ResultAddress { to } => {
-                    Step { kind: StepKind::ResultAddress, arg: 0, src: 0, len: 8, dst: dst(to) }
-                }
-            })
-            .collect();
-        let indirect_result = matches!(p.result, ResultPlace::Indirect { via_x8: true });
-        let mut ret_copies = [(0u16, 0u16, 0u16); 4];
-        let mut ret_count = 0u8;
-        if let ResultPlace::Regs(pieces) = &p.result {
-            // Both ABIs return in at most 4 registers; offsets and lengths fit u16 (frame of
-            // 320 bytes, pieces of at most 16).
-            for (slot, piece) in ret_copies.iter_mut().zip(pieces) {
-                let src = match piece.from {
-                    RetReg::Int(n) => engine::offsets::FRAME_RET_INT + 8 * usize::from(n),
-                    RetReg::Vec(n) => engine::offsets::FRAME_RET_VEC + 16 * usize::from(n),
-                };
-                *slot = (src as u16, piece.dst as u16, piece.len as u16);
-                ret_count += 1;
-            }
+    /// Prepares `sig` for this target with the given by-value copy width (tests and benchmarks
+    /// compare them; [`new`](CallPlan::new) picks the widest available). Fails with
+    /// [`Error::VectorCopyUnavailable`] where this CPU or target cannot run it.
+    pub fn with_vector_copy(sig: &Signature, copy: VectorCopy) -> Result<Self, Error> {
+        let abi = Abi::native().ok_or(Error::UnsupportedTarget { target: engine::TARGET })?;
+        if !copy.is_available() {
+            return Err(Error::VectorCopyUnavailable { copy: copy.name() });
         }
-        let returns_value = !matches!(p.result, ResultPlace::Void);
-        CallPlan {
+        let placement = abi.place(sig)?;
+        Ok(Self::compile(abi, sig.clone(), &placement, Some(copy)))
+    }
+
+    fn compile(abi: Abi, signature: Signature, placement: &Placement, copy: Option<VectorCopy>) -> Self {
+        let argc = signature.args().len();
+        let ret = RetClass::of(signature.ret());
+        let mut plan = CallPlan {
+            argc,
+            needs_ret: signature.ret().is_some(),
+            entry: refuse,
+            program: program::header_only(argc),
+            typed: None,
+            ret,
             abi,
             signature,
-            steps,
-            stack_len: p.stack_len as u32,
-            copy_len: p.copy_len as u32,
-            vector_count: p.vector_count,
-            ret_copies,
-            ret_count,
-            returns_value,
-            indirect_result,
+            copy,
+        };
+        if let (Some(copy), Some(_)) = (copy, engine::table()) {
+            let checked = program::build(&plan.signature, placement, Mode::Checked, copy);
+            // SAFETY: a checked entry of the table (program::build chose it for Mode::Checked).
+            plan.entry = unsafe { core::mem::transmute::<usize, CheckedEntry>(checked.entry) };
+            plan.program = checked.program;
+            if ret != RetClass::Other {
+                let typed = program::build(&plan.signature, placement, Mode::Typed, copy);
+                plan.typed = Some((typed.entry, typed.program));
+            }
         }
+        plan
     }
 
     /// The ABI this plan was made for.
@@ -193,11 +169,49 @@ impl CallPlan {
         &self.signature
     }
 
+    /// The by-value copy width of this plan's programs (`None` where it cannot run here).
+    pub fn vector_copy(&self) -> Option<VectorCopy> {
+        self.copy
+    }
+
     /// Where every argument and the result go, as computed when the plan was made.
     pub fn placement(&self) -> Placement {
         // Recomputed on demand: the plan keeps only what a call needs. The signature was placed
         // successfully once, so placing it again cannot fail.
         self.abi.place(&self.signature).expect("a planned signature places again")
+    }
+
+    /// The names of the assembly pieces [`call`](CallPlan::call) runs, in order: the entry
+    /// (`walk_checked` or a `wrap_*`), a straight-line body, then the program's handlers.
+    /// Empty where the plan cannot run here. Introspection for tests and profiles.
+    pub fn code_path(&self) -> Vec<&'static str> {
+        if engine::code_name(self.entry as usize).is_none() {
+            return Vec::new();
+        }
+        program::code_path(self.entry as usize, &self.program)
+    }
+
+    /// As [`code_path`](CallPlan::code_path), for [`call_words`](CallPlan::call_words) and
+    /// typed bindings.
+    pub fn typed_code_path(&self) -> Vec<&'static str> {
+        match &self.typed {
+            Some((entry, prog)) => program::code_path(*entry, prog),
+            None => self.code_path(),
+        }
+    }
+
+    /// The checked entry's address and its program, for tests and ports that drive the
+    /// assembly by hand: `entry(argv, ret, func, program.as_ptr()) -> status`
+    /// ([`CheckedEntry`]; `argv` holds argument pointers).
+    pub fn checked_parts(&self) -> (usize, &[u64]) {
+        (self.entry as usize, &self.program)
+    }
+
+    /// The typed entry's address and its program, where the plan has them (a native plan
+    /// whose result is void or a scalar): `entry(words, func, program.as_ptr()) -> R`
+    /// ([`TypedEntry`]; `words` holds argument words).
+    pub fn typed_parts(&self) -> Option<(usize, &[u64])> {
+        self.typed.as_ref().map(|(entry, program)| (*entry, &program[..]))
     }
 
     /// Calls `func` with `args` and writes its result to `ret`.
@@ -218,175 +232,164 @@ impl CallPlan {
     /// must be valid for reads of that argument's size, and `ret` (when the signature returns
     /// a value) valid for writes of the result's size and aligned for it. The callee's own
     /// contract (threads, lifetimes of pointers it keeps) is the caller's to uphold.
+    #[inline]
     pub unsafe fn call(&self, func: *const c_void, args: &[*const c_void], ret: *mut c_void) -> Result<(), Error> {
-        let expected = self.signature.args().len();
-        if args.len() != expected {
-            return Err(Error::ArgumentCount { expected, got: args.len() });
+        if args.len() != self.argc || func.is_null() || (ret.is_null() && self.needs_ret) {
+            return Err(self.refusal(func, args, ret));
         }
-        if func.is_null() {
-            return Err(Error::NullPointer { what: "function" });
+        // SAFETY: the count matches the program's argc, func and (where needed) ret are not
+        // null; the entry null-checks every argument pointer before anything else; the rest is
+        // this function's contract. The entry was chosen for this program (compile).
+        let status = unsafe { (self.entry)(args.as_ptr(), ret, func, self.program.as_ptr()) };
+        if status != STATUS_OK as u32 {
+            return Err(self.status_error(status));
         }
-        if args.iter().any(|a| a.is_null()) {
-            return Err(Error::NullPointer { what: "argument" });
+        Ok(())
+    }
+
+    /// The error for inputs the cheap checks of `call` refused, in the order: count, function,
+    /// arguments, result.
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, func: *const c_void, args: &[*const c_void], ret: *mut c_void) -> Error {
+        if args.len() != self.argc {
+            Error::ArgumentCount { expected: self.argc, got: args.len() }
+        } else if func.is_null() {
+            Error::NullPointer { what: "function" }
+        } else if args.iter().any(|a| a.is_null()) {
+            Error::NullPointer { what: "argument" }
+        } else {
+            debug_assert!(ret.is_null());
+            Error::NullPointer { what: "result" }
         }
-        if ret.is_null() && self.returns_value {
-            return Err(Error::NullPointer { what: "result" });
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn status_error(&self, status: u32) -> Error {
+        if i64::from(status) == STATUS_NULL_ARGUMENT {
+            return Error::NullPointer { what: "argument" };
         }
-        // A let-else, not `ok_or`: the error value is built only on the failure path.
-        let Some(entry) = engine::entry() else {
-            return Err(Error::UnsupportedTarget { target: engine::TARGET });
+        match Abi::native() {
+            None => Error::UnsupportedTarget { target: engine::TARGET },
+            Some(native) => Error::AbiMismatch { plan: self.abi.name(), native: native.name() },
+        }
+    }
+
+    /// Calls `func` with one word per argument (see [`CArg::word`](crate::CArg::word): integers
+    /// and pointers extended to 64 bits by their C type, floats' bits, aggregates' addresses)
+    /// and writes its result to `ret`, without any check: the typed program, the one
+    /// [`bind`](CallPlan::bind) uses, for callers whose signatures are known only at run time.
+    ///
+    /// Errors, decided by the plan alone (no argument is looked at): [`Error::ResultType`] for
+    /// a signature returning an aggregate (typed programs return registers only), and
+    /// [`Error::UnsupportedTarget`] / [`Error::AbiMismatch`] where the plan cannot run.
+    ///
+    /// # Safety
+    ///
+    /// As [`call`](CallPlan::call), with `words` in place of `args`: `words.len()` is the
+    /// signature's argument count, every word encodes its argument as above (an aggregate's
+    /// address valid for reads of its size), and `ret` is valid for writes of the result's size
+    /// (any pointer for `void`).
+    #[inline]
+    pub unsafe fn call_words(&self, func: *const c_void, words: &[u64], ret: *mut c_void) -> Result<(), Error> {
+        let Some((entry, program)) = &self.typed else {
+            return Err(self.no_typed_program());
         };
-        if Abi::native() != Some(self.abi) {
-            return Err(Error::AbiMismatch { plan: self.abi.name(), native: Abi::native().map_or("none", Abi::name) });
-        }
-        let need = self.stack_len as usize + self.copy_len as usize;
-        // SAFETY: the caller guarantees func/args/ret per this function's contract; the
-        // buffer size covers stack_len + copy_len (checked by the tier choice).
+        let (w, prog) = (words.as_ptr(), program.as_ptr());
+        // SAFETY: `entry` is the typed entry built for this signature, called with the Rust
+        // type of its result class (RetClass::of); the rest is this function's contract.
         unsafe {
-            if need <= SMALL_AREA {
-                // Inline: the common case keeps a small stack frame (no stack probes).
-                self.call_with::<SMALL_AREA>(entry, func, args, ret);
-            } else {
-                self.call_large(need, entry, func, args, ret);
+            match self.ret {
+                RetClass::Void => typed_entry::<()>(*entry)(w, func, prog),
+                RetClass::Int(size) => {
+                    let r = typed_entry::<u64>(*entry)(w, func, prog);
+                    // Little-endian: the value's bytes are the low bytes of the register.
+                    core::ptr::copy_nonoverlapping(
+                        (&r as *const u64).cast::<u8>(),
+                        ret.cast::<u8>(),
+                        usize::from(size),
+                    );
+                }
+                RetClass::F32 => ret.cast::<f32>().write_unaligned(typed_entry::<f32>(*entry)(w, func, prog)),
+                RetClass::F64 => ret.cast::<f64>().write_unaligned(typed_entry::<f64>(*entry)(w, func, prog)),
+                RetClass::Other => unreachable!("plans with aggregate results have no typed program"),
             }
         }
         Ok(())
     }
 
-    /// Calls needing more than [`SMALL_AREA`] bytes of images, in their own frames so that the
-    /// common case does not pay for (and probe) a large stack frame.
-    ///
-    /// # Safety
-    ///
-    /// As [`call`](CallPlan::call), with `need = stack_len + copy_len`.
-    #[inline(never)]
+    /// Why the plan has no typed program: an aggregate result, or a plan that cannot run here.
     #[cold]
-    unsafe fn call_large(
-        &self,
-        need: usize,
-        entry: unsafe extern "C" fn(*mut CallFrame),
-        func: *const c_void,
-        args: &[*const c_void],
-        ret: *mut c_void,
-    ) {
-        const MEDIUM: usize = 2048;
-        const LARGE: usize = crate::limits::MAX_STACK_BYTES + crate::limits::MAX_COPY_BYTES;
-        #[inline(never)]
-        unsafe fn tier<const N: usize>(
-            plan: &CallPlan,
-            entry: unsafe extern "C" fn(*mut CallFrame),
-            func: *const c_void,
-            args: &[*const c_void],
-            ret: *mut c_void,
-        ) {
-            // SAFETY: forwarded contract; N >= need by the choice below.
-            unsafe { plan.call_with::<N>(entry, func, args, ret) }
-        }
-        // SAFETY: forwarded contract; Abi::place bounds need by MAX_STACK_BYTES + MAX_COPY_BYTES.
-        unsafe {
-            if need <= MEDIUM {
-                tier::<MEDIUM>(self, entry, func, args, ret);
-            } else {
-                tier::<LARGE>(self, entry, func, args, ret);
+    #[inline(never)]
+    fn no_typed_program(&self) -> Error {
+        match self.signature.ret() {
+            Some(t @ Type::Aggregate(_)) if engine::table().is_some() && Abi::native() == Some(self.abi) => {
+                Error::ResultType { expected: t.describe(), got: "a scalar or void (typed calls)".to_string() }
             }
+            _ => self.status_error(STATUS_NOT_NATIVE as u32),
         }
     }
 
-    /// Builds the frame and the images in a stack buffer of `N` bytes, calls, reads back.
+    /// Binds the plan to `func` and to the Rust argument types `A` (a tuple of [`CArg`](crate::CArg)
+    /// types) and result type `R`: the count and every type are checked here, once, against
+    /// the signature; calls through the returned [`TypedFn`] check nothing.
+    ///
+    /// Errors: [`Error::NullPointer`] for a null `func`, [`Error::ArgumentCount`],
+    /// [`Error::ArgumentType`] and [`Error::ResultType`] where the types disagree with the
+    /// signature (aggregate results are not supported: use [`call`](CallPlan::call)), and
+    /// [`Error::UnsupportedTarget`] / [`Error::AbiMismatch`] where the plan cannot run.
     ///
     /// # Safety
     ///
-    /// As [`call`](CallPlan::call), plus `N >= stack_len + copy_len`.
-    #[inline(always)]
-    unsafe fn call_with<const N: usize>(
-        &self,
-        entry: unsafe extern "C" fn(*mut CallFrame),
-        func: *const c_void,
-        args: &[*const c_void],
-        ret: *mut c_void,
-    ) {
-        /// The frame, then the stack image, then the private copies. CallFrame's size is a
-        /// multiple of 16 and stack_len too, so the stack image and every copy (at offsets that
-        /// are multiples of 16) are 16-aligned.
-        #[repr(C, align(16))]
-        struct Workspace<const N: usize> {
-            frame: CallFrame,
-            area: [MaybeUninit<u8>; N],
+    /// `func` must be a function with exactly the C signature of the plan, and must stay
+    /// loaded as long as the binding (or a clone of it) is used.
+    pub unsafe fn bind<A: CArgs, R: CRet>(&self, func: *const c_void) -> Result<TypedFn<A, R>, Error> {
+        if func.is_null() {
+            return Err(Error::NullPointer { what: "function" });
         }
-
-        debug_assert!(N >= self.stack_len as usize + self.copy_len as usize);
-        debug_assert_eq!(self.stack_len % 16, 0);
-        let mut ws = MaybeUninit::<Workspace<N>>::uninit();
-        let base = ws.as_mut_ptr().cast::<u8>();
-
-        for step in &self.steps {
-            // SAFETY: every source pointer is the caller's args[i], valid for the argument's
-            // size (call's contract), and every step reads inside it; every destination lies
-            // inside the workspace (frame offsets name one of 8 registers; stack and copy
-            // offsets lie inside stack_len + copy_len <= N); sources never overlap it.
-            unsafe {
-                let dst = base.add(step.dst as usize);
-                // `call` checked args.len() against the signature, and every step that reads
-                // an argument names one of the signature's (steps that read none, such as
-                // ResultAddress, never call this).
-                let arg = || args.get_unchecked(usize::from(step.arg)).cast::<u8>();
-                let word = |v: u64| dst.cast::<u64>().write_unaligned(v);
-                match step.kind {
-                    StepKind::Sext8 => word(i64::from(arg().cast::<i8>().read_unaligned()) as u64),
-                    StepKind::Sext16 => word(i64::from(arg().cast::<i16>().read_unaligned()) as u64),
-                    StepKind::Sext32 => word(i64::from(arg().cast::<i32>().read_unaligned()) as u64),
-                    StepKind::Zext8 => word(u64::from(arg().read_unaligned())),
-                    StepKind::Zext16 => word(u64::from(arg().cast::<u16>().read_unaligned())),
-                    StepKind::Zext32 => word(u64::from(arg().cast::<u32>().read_unaligned())),
-                    StepKind::Load64 => word(arg().cast::<u64>().read_unaligned()),
-                    StepKind::Bytes => copy_bytes(arg().add(step.src as usize), dst, step.len as usize),
-                    StepKind::CopyAddress => {
-                        dst.cast::<usize>().write_unaligned(base.add(step.src as usize) as usize);
-                    }
-                    StepKind::ResultAddress => dst.cast::<usize>().write_unaligned(ret as usize),
-                }
+        let types = A::types();
+        if types.len() != self.argc {
+            return Err(Error::ArgumentCount { expected: self.argc, got: types.len() });
+        }
+        for (index, (want, got)) in self.signature.args().iter().zip(&types).enumerate() {
+            if want != got {
+                return Err(Error::ArgumentType { index, expected: want.describe(), got: got.describe() });
             }
         }
-
-        let f = base.cast::<CallFrame>();
-        // SAFETY: `f` points to the workspace's frame: aligned, and these are plain field
-        // writes into it.
-        unsafe {
-            ptr::addr_of_mut!((*f).func).write(func);
-            ptr::addr_of_mut!((*f).stack_args).write(base.add(size_of::<CallFrame>()));
-            ptr::addr_of_mut!((*f).stack_len).write(self.stack_len as usize);
-            let indirect = if self.indirect_result { ret } else { ptr::null_mut() };
-            ptr::addr_of_mut!((*f).indirect_result).write(indirect);
-            ptr::addr_of_mut!((*f).vector_count).write(u64::from(self.vector_count));
-            // SAFETY (call): the frame describes a call that the placement made to match the
-            // C signature; func's contract is the caller's (see `call`).
-            entry(f);
+        let ret = R::c_type();
+        if ret.as_ref() != self.signature.ret() {
+            let describe = |t: Option<&Type>| t.map_or_else(|| "void".to_string(), Type::describe);
+            return Err(Error::ResultType { expected: describe(self.signature.ret()), got: describe(ret.as_ref()) });
         }
-        let fp = base;
-
-        for &(src, dst, len) in &self.ret_copies[..usize::from(self.ret_count)] {
-            // SAFETY: the entry wrote every return slot; ret is valid for the result's size
-            // (call's contract) and every piece lies inside it.
-            unsafe { copy_bytes(fp.add(usize::from(src)), ret.cast::<u8>().add(usize::from(dst)), usize::from(len)) };
-        }
+        let Some((entry, program)) = &self.typed else {
+            return Err(self.no_typed_program());
+        };
+        // SAFETY: the typed program implements this signature (compile), whose types are
+        // exactly A -> R (checked above); func's signature is this function's contract.
+        Ok(unsafe { TypedFn::from_parts(*entry, func, program.clone()) })
     }
 }
 
-/// Copies `len` bytes; the register-sized cases (almost every move) without a call to `memcpy`.
+/// The typed entry at `address` returning `R`.
 ///
 /// # Safety
 ///
-/// As [`ptr::copy_nonoverlapping`]; no alignment is required.
+/// `address` is a typed entry of the code table whose program returns a C value of `R`'s class.
 #[inline(always)]
-unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
-    // SAFETY: the caller guarantees `len` readable bytes at src and writable bytes at dst.
-    unsafe {
-        match len {
-            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
-            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
-            16 => dst.cast::<u128>().write_unaligned(src.cast::<u128>().read_unaligned()),
-            _ => ptr::copy_nonoverlapping(src, dst, len),
-        }
+unsafe fn typed_entry<R>(address: usize) -> TypedEntry<R> {
+    // SAFETY: the caller's contract; a code address is the size of a function pointer.
+    unsafe { core::mem::transmute::<usize, TypedEntry<R>>(address) }
+}
+
+impl fmt::Debug for CallPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallPlan")
+            .field("abi", &self.abi)
+            .field("signature", &self.signature)
+            .field("vector_copy", &self.copy)
+            .field("code_path", &self.code_path())
+            .finish()
     }
 }
 
@@ -398,7 +401,8 @@ pub fn arg<T>(value: &T) -> *const c_void {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Type;
+    use crate::Aggregate;
+    use core::ptr;
 
     extern "C" fn add(a: i32, b: i32) -> i32 {
         a + b
@@ -424,11 +428,32 @@ mod tests {
             assert_eq!(plan.call(f, &[arg(&a)], ret), Err(Error::ArgumentCount { expected: 2, got: 1 }));
             assert_eq!(plan.call(ptr::null(), &[arg(&a), arg(&b)], ret), Err(Error::NullPointer { what: "function" }));
             assert_eq!(plan.call(f, &[arg(&a), ptr::null()], ret), Err(Error::NullPointer { what: "argument" }));
+            assert_eq!(plan.call(f, &[ptr::null(), arg(&b)], ret), Err(Error::NullPointer { what: "argument" }));
             assert_eq!(plan.call(f, &[arg(&a), arg(&b)], ptr::null_mut()), Err(Error::NullPointer { what: "result" }));
         }
         // SAFETY: `add` has the planned signature.
         unsafe { plan.call(f, &[arg(&a), arg(&b)], ret) }.unwrap();
         assert_eq!(r, 3);
+    }
+
+    #[test]
+    fn the_walk_null_checks_every_argument_before_calling() {
+        // A float argument keeps the signature off the straight-line bodies: the checked walk.
+        extern "C" fn never(_: i32, _: f64, _: i64) -> i32 {
+            unreachable!("called with a null argument")
+        }
+        let sig = Signature::new(vec![Type::I32, Type::F64, Type::I64], Some(Type::I32)).unwrap();
+        let Ok(plan) = CallPlan::new(&sig) else { return };
+        assert_eq!(plan.code_path()[0], "walk_checked");
+        let (a, b, c, mut r) = (1i32, 2.0f64, 3i64, 0i32);
+        let ret = (&mut r as *mut i32).cast();
+        for null in 0..3 {
+            let mut args = [arg(&a), arg(&b), arg(&c)];
+            args[null] = ptr::null();
+            // SAFETY: refused before anything is called.
+            let err = unsafe { plan.call(never as *const c_void, &args, ret) }.unwrap_err();
+            assert_eq!(err, Error::NullPointer { what: "argument" });
+        }
     }
 
     #[repr(C)]
@@ -441,7 +466,7 @@ mod tests {
 
     #[test]
     fn no_arguments_and_a_result_through_memory() {
-        let big = Type::Aggregate(crate::Aggregate::builder().array(Type::I64, 4).build().unwrap());
+        let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 4).build().unwrap());
         let Ok(plan) = CallPlan::new(&Signature::new(vec![], Some(big)).unwrap()) else { return };
         let mut out = Big([0; 4]);
         // SAFETY: the function has the planned signature; `out` is a Big.
@@ -462,11 +487,18 @@ mod tests {
         let err =
             unsafe { plan.call(add as *const c_void, &[arg(&a), arg(&a)], (&mut r as *mut i32).cast()) }.unwrap_err();
         assert!(matches!(err, Error::AbiMismatch { .. } | Error::UnsupportedTarget { .. }), "{err}");
+        // SAFETY: as above.
+        let err = unsafe { plan.call(add as *const c_void, &[arg(&a), ptr::null()], (&mut r as *mut i32).cast()) };
+        assert_eq!(err, Err(Error::NullPointer { what: "argument" }), "null arguments come first");
+        // SAFETY: as above.
+        let bound = unsafe { plan.bind::<(i32, i32), i32>(add as *const c_void) };
+        assert!(matches!(bound, Err(Error::AbiMismatch { .. } | Error::UnsupportedTarget { .. })));
+        assert!(plan.code_path().is_empty());
     }
 
     #[test]
     fn limits_are_plan_time_errors() {
-        let big = Type::Aggregate(crate::Aggregate::builder().array(Type::I64, 512).build().unwrap());
+        let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 512).build().unwrap());
         let sig = Signature::new(vec![big; 3], None).unwrap();
         for abi in [Abi::SysVX86_64, Abi::Aapcs64] {
             let err = CallPlan::for_abi(abi, &sig).unwrap_err();
@@ -474,5 +506,65 @@ mod tests {
         }
         let too_many = Signature::new(vec![Type::I32; crate::limits::MAX_ARGS + 1], None);
         assert!(matches!(too_many, Err(Error::TooManyArguments { .. })));
+    }
+
+    #[test]
+    fn bind_checks_the_types_once() {
+        let Some(plan) = plan() else { return };
+        let f = add as *const c_void;
+        // SAFETY: `add` has the planned signature.
+        unsafe {
+            assert_eq!(plan.bind::<(i32,), i32>(f).unwrap_err(), Error::ArgumentCount { expected: 2, got: 1 });
+            assert_eq!(
+                plan.bind::<(i32, u32), i32>(f).unwrap_err(),
+                Error::ArgumentType { index: 1, expected: "int32_t".into(), got: "uint32_t".into() }
+            );
+            assert_eq!(
+                plan.bind::<(i32, i32), i64>(f).unwrap_err(),
+                Error::ResultType { expected: "int32_t".into(), got: "int64_t".into() }
+            );
+            assert_eq!(
+                plan.bind::<(i32, i32), ()>(f).unwrap_err(),
+                Error::ResultType { expected: "int32_t".into(), got: "void".into() }
+            );
+            assert_eq!(plan.bind::<(i32, i32), i32>(ptr::null()).unwrap_err(), Error::NullPointer { what: "function" });
+            let bound = plan.bind::<(i32, i32), i32>(f).unwrap();
+            assert_eq!(bound.call((40, 2)), 42);
+            assert_eq!(bound.call((-40, 2)), -38);
+            assert_eq!(bound.code_path(), ["words_2"]);
+        }
+        assert_eq!(plan.code_path(), ["line_ii_r4"]);
+    }
+
+    #[test]
+    fn call_words_returns_every_scalar_class() {
+        extern "C" fn half(x: f64, n: u8) -> f32 {
+            (x / 2.0) as f32 + f32::from(n)
+        }
+        extern "C" fn store(p: *mut i16, v: i16) {
+            // SAFETY: the test passes a valid pointer.
+            unsafe { *p = v }
+        }
+        let Ok(p1) = CallPlan::new(&Signature::new(vec![Type::F64, Type::U8], Some(Type::F32)).unwrap()) else {
+            return;
+        };
+        let p2 = CallPlan::new(&Signature::new(vec![Type::Pointer, Type::I16], None).unwrap()).unwrap();
+        let mut out = 0f32;
+        let mut slot = 0i16;
+        let p = &mut slot as *mut i16;
+        // SAFETY: both functions have the planned signatures; the words encode their arguments.
+        unsafe {
+            let words = [5.0f64.to_bits(), 1];
+            p1.call_words(half as *const c_void, &words, (&mut out as *mut f32).cast()).unwrap();
+            p2.call_words(store as *const c_void, &[p as u64, -7i64 as u64], ptr::null_mut()).unwrap();
+        }
+        assert_eq!((out, slot), (3.5, -7));
+        assert_eq!(p1.typed_code_path()[0], "walk_tail");
+        assert_eq!(p2.typed_code_path(), ["words_2"]);
+        let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 4).build().unwrap());
+        let p3 = CallPlan::new(&Signature::new(vec![], Some(big)).unwrap()).unwrap();
+        // SAFETY: refused before anything is called.
+        let refused = unsafe { p3.call_words(no_arguments_big_result as *const c_void, &[], ptr::null_mut()) };
+        assert!(matches!(refused, Err(Error::ResultType { .. })), "{refused:?}");
     }
 }

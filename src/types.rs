@@ -81,6 +81,15 @@ impl Type {
         }
     }
 
+    /// A short description for messages: the C name of a scalar, the size and alignment of an
+    /// aggregate.
+    pub fn describe(&self) -> String {
+        match self {
+            Type::Aggregate(a) => format!("struct of {} bytes, alignment {}", a.size(), a.align()),
+            t => t.c_name().to_string(),
+        }
+    }
+
     fn depth(&self) -> usize {
         match self {
             Type::Aggregate(a) => a.depth,

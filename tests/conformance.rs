@@ -8,9 +8,14 @@ mod common;
 use std::ffi::c_void;
 use std::path::PathBuf;
 
-use common::{build_shared, check_call, nccl_shapes, pinned_shapes, repo_file, work_dir, CGen, Oracle, Pattern, Rng};
-use nccl_trampoline::engine::{self, CallFrame};
-use nccl_trampoline::{arg, CallPlan, Signature, Type};
+use std::collections::BTreeSet;
+
+use common::{
+    build_shared, check_call, check_plan_call, nccl_shapes, pinned_shapes, repo_file, work_dir, CGen, Oracle, Pattern,
+    Rng,
+};
+use nccl_trampoline::engine::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
+use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn, VectorCopy};
 
 fn build_oracle(name: &str, generated: &[String]) -> Oracle {
     let dir = work_dir(name);
@@ -18,6 +23,7 @@ fn build_oracle(name: &str, generated: &[String]) -> Oracle {
         repo_file("tests/c/oracle_runtime.c"),
         repo_file("tests/c/nccl_shapes.c"),
         repo_file("tests/c/callee_saved.S"),
+        repo_file("tests/c/unwind_probe.c"),
     ];
     for (i, src) in generated.iter().enumerate() {
         let path = dir.join(format!("generated{i}.c"));
@@ -94,22 +100,167 @@ fn stack_is_16_aligned_at_the_call() {
     }
 }
 
+/// The words of a typed call (`CArg::word`) for argument pointers of `sig`.
+fn words_of(sig: &Signature, args: &[*const c_void]) -> Vec<u64> {
+    sig.args()
+        .iter()
+        .zip(args)
+        // SAFETY: each pointer points to a value of its type's size.
+        .map(|(t, p)| common::word_of(t, unsafe { std::slice::from_raw_parts(p.cast::<u8>(), t.size()) }))
+        .collect()
+}
+
 #[test]
-fn entry_preserves_every_callee_saved_register() {
+fn every_entry_preserves_every_callee_saved_register() {
     let oracle = build_oracle("callee-saved", &[]);
-    let entry = engine::entry().expect("this target has a trampoline");
-    // SAFETY: an all-zero CallFrame is a valid value (null pointers, zero lengths).
-    let mut frame: CallFrame = unsafe { std::mem::zeroed() };
-    frame.func = oracle.sym("nt_rec_reset");
-    // SAFETY: `unsigned nt_check_callee_saved(void (*)(void *), void *)` in callee_saved.S.
+    // SAFETY: `uint64_t nt_check_callee_saved(entry, a0, a1, a2, a3)` in callee_saved.S.
     let check = unsafe {
-        std::mem::transmute::<*const c_void, extern "C" fn(*const c_void, *mut CallFrame) -> u64>(
+        std::mem::transmute::<*const c_void, extern "C" fn(usize, usize, usize, usize, usize) -> u64>(
             oracle.sym("nt_check_callee_saved"),
         )
     };
-    assert_eq!(check(entry as *const c_void, &mut frame), 0, "bit mask of callee-saved registers the entry changed");
+    let p = Type::Pointer;
+    let id = [0x5au8; 128];
+    let (comm, nranks, rank) = (0usize, 2i32, 1i32);
+    let ints: Vec<i64> = (1..=9).collect();
+    let (low, wide) = (7u8, 2.5f64);
+    let mut scratch = [0u8; 16];
+    let (buf, len) = (scratch.as_mut_ptr(), scratch.len());
+    let (send, recv, count, dtype, op, root, stream) = (1usize, 2usize, 3usize, 4i32, 5i32, 6i32, 7usize);
+    let cases: Vec<(&str, Signature, Vec<*const c_void>)> = vec![
+        ("ncclCommInitRank", nccl_shapes()[0].1.clone(), vec![arg(&comm), arg(&nranks), arg(&id), arg(&rank)]),
+        (
+            "ncclReduce",
+            nccl_shapes()[2].1.clone(),
+            vec![arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&op), arg(&root), arg(&comm), arg(&stream)],
+        ),
+        (
+            "nt_stack_alignment",
+            Signature::new(vec![Type::I64; 9], Some(Type::I64)).unwrap(),
+            ints.iter().map(arg).collect(),
+        ),
+        (
+            "nt_low_byte",
+            Signature::new(vec![Type::U8, Type::F64], Some(Type::U32)).unwrap(),
+            vec![arg(&low), arg(&wide)],
+        ),
+        ("nt_scribble", Signature::new(vec![p, Type::U64], None).unwrap(), vec![arg(&buf), arg(&len)]),
+        (
+            "nt_unwind_probe2",
+            Signature::new(vec![Type::I64; 2], Some(Type::I64)).unwrap(),
+            ints[..2].iter().map(arg).collect(),
+        ),
+    ];
+    let mut entries = std::collections::BTreeSet::new();
+    for (name, sig, args) in &cases {
+        let plan = CallPlan::new(sig).unwrap();
+        let func = oracle.sym(name) as usize;
+        let mut ret = [0u64; 2];
+        let (entry, program) = plan.checked_parts();
+        let argv = args.as_ptr() as usize;
+        let mask = check(entry, argv, ret.as_mut_ptr() as usize, func, program.as_ptr() as usize);
+        assert_eq!(mask, 0, "{name}: {:?} changed callee-saved registers (bit mask)", plan.code_path());
+        entries.insert(plan.code_path()[0]);
+        let words = words_of(sig, args);
+        let (entry, program) = plan.typed_parts().expect("scalar results have a typed program");
+        let mask = check(entry, words.as_ptr() as usize, func, program.as_ptr() as usize, 0);
+        assert_eq!(mask, 0, "{name}: {:?} changed callee-saved registers (bit mask)", plan.typed_code_path());
+        entries.insert(plan.typed_code_path()[0]);
+    }
+    eprintln!("callee-saved registers preserved by: {entries:?}");
+    for kind in ["walk_checked", "walk_framed", "walk_tail", "words_", "line_"] {
+        assert!(entries.iter().any(|e| e.starts_with(kind)), "no case runs {kind}: {entries:?}");
+    }
     // The checker itself must see a register that changes (negative control).
-    assert_ne!(check(oracle.sym("nt_clobbering_entry"), &mut frame), 0, "the checker missed a clobbered register");
+    assert_ne!(
+        check(oracle.sym("nt_clobbering_entry") as usize, 0, 0, 0, 0),
+        0,
+        "the checker missed a clobbered register"
+    );
+}
+
+#[test]
+fn unwinders_walk_from_the_callee_through_every_entry_kind() {
+    let oracle = build_oracle("unwind", &[]);
+    // SAFETY: `int64_t nt_unwind_outer(void *entry, void *, void *, void *, void *)` in
+    // unwind_probe.c: calls entry with the four pointers.
+    let outer = unsafe {
+        std::mem::transmute::<*const c_void, extern "C" fn(usize, usize, usize, usize, usize) -> i64>(
+            oracle.sym("nt_unwind_outer"),
+        )
+    };
+    let ints: Vec<i64> = (1..=9).collect();
+    let x = 1.5f64;
+    let cases: Vec<(&str, Signature, Vec<*const c_void>)> = vec![
+        (
+            "nt_unwind_probe9",
+            Signature::new(vec![Type::I64; 9], Some(Type::I64)).unwrap(),
+            ints.iter().map(arg).collect(),
+        ),
+        (
+            "nt_unwind_probe2",
+            Signature::new(vec![Type::I64; 2], Some(Type::I64)).unwrap(),
+            ints[..2].iter().map(arg).collect(),
+        ),
+        ("nt_unwind_probe_f", Signature::new(vec![Type::F64], Some(Type::I64)).unwrap(), vec![arg(&x)]),
+        (
+            "nt_unwind_probe_fs",
+            Signature::new([vec![Type::F64], vec![Type::I64; 9]].concat(), Some(Type::I64)).unwrap(),
+            [vec![arg(&x)], ints.iter().map(arg).collect()].concat(),
+        ),
+    ];
+    let mut walked = std::collections::BTreeSet::new();
+    for (name, sig, args) in &cases {
+        let plan = CallPlan::new(sig).unwrap();
+        let func = oracle.sym(name) as usize;
+        let argv = args.as_ptr() as usize;
+        // Checked entry: the probe's answer lands in `ret`.
+        let mut ret = 0i64;
+        let (entry, program) = plan.checked_parts();
+        let status = outer(entry, argv, &mut ret as *mut i64 as usize, func, program.as_ptr() as usize);
+        assert_eq!(status & 0xffff_ffff, 0, "{name}: status");
+        assert!(ret > 1000, "{name}: {:?}: the unwinder did not reach the caller ({ret})", plan.code_path());
+        walked.insert(plan.code_path()[0]);
+        // Typed entry: the probe's answer comes back in the result register.
+        let words = words_of(sig, args);
+        let (entry, program) = plan.typed_parts().unwrap();
+        let r = outer(entry, words.as_ptr() as usize, func, program.as_ptr() as usize, 0);
+        assert!(r > 1000, "{name}: {:?}: the unwinder did not reach the caller ({r})", plan.typed_code_path());
+        walked.insert(plan.typed_code_path()[0]);
+    }
+    // Negative control: a frame without call frame information stops the unwinder.
+    let r = outer(oracle.sym("nt_no_cfi_entry") as usize, 0, oracle.sym("nt_unwind_probe2") as usize, 0, 0);
+    assert!(r < 1000, "the probe reached the caller through a frame without CFI ({r}): it cannot fail");
+    eprintln!("unwound through: {walked:?}; without CFI the walk stops ({r})");
+    for kind in ["walk_checked", "walk_framed", "walk_tail", "words_", "line_"] {
+        assert!(walked.iter().any(|e| e.starts_with(kind)), "no case unwinds through {kind}: {walked:?}");
+    }
+}
+
+/// A random aggregate of narrow members (bytes, shorts, ints, floats): every size from 1 to 24.
+fn narrow_aggregate(rng: &mut Rng) -> Type {
+    let narrow = [Type::I8, Type::U8, Type::I16, Type::U16, Type::I32, Type::F32];
+    let mut b = Aggregate::builder();
+    if rng.chance(60) {
+        let t = if rng.chance(50) { Type::I8 } else { Type::U8 };
+        b = b.array(t, rng.range(1, 16));
+    } else {
+        for _ in 0..rng.range(1, 3) {
+            let t = narrow[rng.below(narrow.len() as u64) as usize].clone();
+            let n = rng.range(1, 8 / t.size().min(4) + 1);
+            b = b.array(t, n);
+        }
+    }
+    Type::Aggregate(b.build().unwrap())
+}
+
+/// A random signature of narrow aggregates and scalars, mostly returning a narrow aggregate.
+fn narrow_signature(rng: &mut Rng) -> Signature {
+    let args = (0..rng.range(1, 9))
+        .map(|_| if rng.chance(50) { narrow_aggregate(rng) } else { common::random_scalar(rng) })
+        .collect();
+    let ret = if rng.chance(80) { Some(narrow_aggregate(rng)) } else { Some(common::random_scalar(rng)) };
+    Signature::new(args, ret).unwrap()
 }
 
 #[test]
@@ -131,7 +282,13 @@ fn random_signatures_match_the_c_compiler() {
     );
 
     let mut rng = Rng(seed);
-    let sigs: Vec<Signature> = (0..count).map(|_| common::random_signature(&mut rng)).collect();
+    let mut sigs: Vec<Signature> = (0..count).map(|_| common::random_signature(&mut rng)).collect();
+    // The shared generator rarely makes aggregates of odd sizes, whose pieces (3, 5, 6, 7
+    // bytes; a second eightbyte of 1 to 7) have handlers of their own: a byte-array-heavy
+    // supplement, from the same seed, so that every handler runs.
+    let extra = (count / 25).max(usize::from(count > 0) * 40);
+    sigs.extend((0..extra).map(|_| narrow_signature(&mut rng)));
+    let count = sigs.len();
     let chunks = 8;
     let per = count.div_ceil(chunks).max(1);
     let sources: Vec<String> = sigs
@@ -150,15 +307,50 @@ fn random_signatures_match_the_c_compiler() {
     let mut pattern = Pattern::new(seed);
     let mut failures = Vec::new();
     let mut stats = [0usize; 4];
+    let mut covered = BTreeSet::new();
+    let widths: Vec<VectorCopy> = VectorCopy::ALL.into_iter().filter(|c| c.is_available()).collect();
     for (i, sig) in sigs.iter().enumerate() {
         stats[0] += sig.args().iter().filter(|t| matches!(t, Type::Aggregate(_))).count();
         stats[1] += usize::from(sig.fixed_args().is_some());
         stats[2] += usize::from(matches!(sig.ret(), Some(Type::Aggregate(_))));
         stats[3] += sig.args().len();
-        if let Err(e) = check_call(&oracle, &format!("f{i}"), sig, &mut pattern) {
+        let name = format!("f{i}");
+        // The checked program (CallPlan::call), as every caller of the dynamic API runs it.
+        if let Err(e) = check_call(&oracle, &name, sig, &mut pattern) {
             failures.push(e);
         }
+        let plan = CallPlan::new(sig).unwrap();
+        covered.extend(plan.code_path());
+        // The typed program (typed bindings, call_unchecked), where the result is a scalar.
+        if plan.typed_parts().is_some() {
+            covered.extend(plan.typed_code_path());
+            if let Err(e) = check_plan_call(&oracle, &name, sig, &plan, true, &mut pattern) {
+                failures.push(e);
+            }
+        }
+        // Every copy width this CPU has, for signatures that copy an aggregate.
+        if plan.code_path().iter().any(|h| h.starts_with("copy_")) {
+            for &copy in &widths {
+                let plan = CallPlan::with_vector_copy(sig, copy).unwrap();
+                covered.extend(plan.code_path());
+                if let Err(e) = check_plan_call(&oracle, &name, sig, &plan, false, &mut pattern) {
+                    failures.push(e);
+                }
+            }
+        }
     }
+    // Every handler, and every walk, must have run: the corpus reaches all of them.
+    let unavailable: Vec<String> =
+        VectorCopy::ALL.into_iter().filter(|c| !c.is_available()).map(|c| format!("copy_{}", c.name())).collect();
+    let expected: Vec<&str> = TABLE_NAMES[..T_WORDS as usize].to_vec();
+    let missing: Vec<&&str> =
+        expected.iter().filter(|h| !covered.contains(**h) && !unavailable.iter().any(|u| u == *h)).collect();
+    eprintln!(
+        "random signatures: {} of {} handlers and walks reached; not runnable on this CPU: {unavailable:?}",
+        expected.iter().filter(|h| covered.contains(**h)).count(),
+        expected.len()
+    );
+    assert!(missing.is_empty(), "seed {seed:#x}: the corpus never ran {missing:?}");
     eprintln!(
         "random signatures: {count} calls, {} arguments ({} aggregates), {} variadic, {} aggregate returns, {} mismatches",
         stats[3],
@@ -169,4 +361,166 @@ fn random_signatures_match_the_c_compiler() {
     );
     failures.truncate(10);
     assert!(failures.is_empty(), "seed {seed:#x}: mismatches (first 10):\n{}", failures.join("\n\n"));
+}
+
+/// Every straight-line body, exhaustively, against gcc: each checked body (every width mask of
+/// up to MAX_LINE_ARGS `int32_t` / 64-bit arguments, each result kind) through `CallPlan::call`,
+/// and each typed word body (every argument count up to MAX_WORD_ARGS, integers and pointers
+/// of every width, seeded) through `CallPlan::call_words`.
+#[test]
+fn every_straight_line_body_matches_the_c_compiler() {
+    let wide = [Type::I64, Type::U64, Type::Pointer];
+    let mut lines = Vec::new();
+    for n in 0..=MAX_LINE_ARGS as usize {
+        for mask in 0..1usize << n {
+            let args: Vec<Type> = (0..n)
+                .map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3].clone() } else { Type::I32 })
+                .collect();
+            for ret in [Type::I32, Type::U32, wide[mask % 3].clone()] {
+                lines.push(Signature::new(args.clone(), Some(ret)).unwrap());
+            }
+        }
+    }
+    let ints = [Type::I8, Type::U8, Type::I16, Type::U16, Type::I32, Type::U32, Type::I64, Type::U64, Type::Pointer];
+    let rets =
+        [None, Some(Type::I8), Some(Type::U16), Some(Type::I32), Some(Type::U64), Some(Type::Pointer), Some(Type::F64)];
+    let mut rng = Rng(0x30bd_5eed);
+    let mut words = Vec::new();
+    for n in 0..=MAX_WORD_ARGS as usize {
+        for ret in &rets {
+            let args = (0..n).map(|_| ints[rng.below(ints.len() as u64) as usize].clone()).collect();
+            words.push(Signature::new(args, ret.clone()).unwrap());
+        }
+    }
+    let shapes: Vec<Signature> = lines.iter().chain(&words).cloned().collect();
+    let chunks = 8;
+    let per = shapes.len().div_ceil(chunks);
+    let sources: Vec<String> = shapes
+        .chunks(per)
+        .enumerate()
+        .map(|(c, part)| {
+            let mut gen = CGen::default();
+            for (i, sig) in part.iter().enumerate() {
+                gen.function(&format!("l{}", c * per + i), sig);
+            }
+            gen.source()
+        })
+        .collect();
+    let oracle = build_oracle("lines", &sources);
+    let mut pattern = Pattern::new(0x11e5);
+    let mut failures = Vec::new();
+    let mut covered = BTreeSet::new();
+    for (i, sig) in shapes.iter().enumerate() {
+        let name = format!("l{i}");
+        let plan = CallPlan::new(sig).unwrap();
+        let (checked, typed) = (plan.code_path(), plan.typed_code_path());
+        if i < lines.len() {
+            assert!(checked.len() == 1 && checked[0].starts_with("line_"), "{sig:?}: not a checked line: {checked:?}");
+        }
+        assert!(typed.len() == 1 && typed[0].starts_with("words_"), "{sig:?}: not a word body: {typed:?}");
+        covered.extend(checked);
+        covered.extend(typed);
+        if let Err(e) = check_call(&oracle, &name, sig, &mut pattern) {
+            failures.push(e);
+        }
+        if let Err(e) = check_plan_call(&oracle, &name, sig, &plan, true, &mut pattern) {
+            failures.push(e);
+        }
+    }
+    let bodies: Vec<&&str> = TABLE_NAMES.iter().filter(|n| n.starts_with("line_") || n.starts_with("words_")).collect();
+    let missing: Vec<&&&str> = bodies.iter().filter(|n| !covered.contains(**n)).collect();
+    eprintln!(
+        "straight lines: {} signatures, {} of {} bodies reached",
+        shapes.len(),
+        bodies.len() - missing.len(),
+        bodies.len()
+    );
+    assert!(missing.is_empty(), "never ran: {missing:?}");
+    failures.truncate(10);
+    assert!(failures.is_empty(), "mismatches (first 10):\n{}", failures.join("\n\n"));
+}
+
+/// `ncclUniqueId` as a Rust type passed by value through a typed binding.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct UniqueId([i8; 128]);
+
+// SAFETY: `struct { char internal[128]; }`, exactly this layout.
+unsafe impl CArg for UniqueId {
+    fn c_type() -> Type {
+        Type::Aggregate(Aggregate::builder().array(Type::I8, 128).build().unwrap())
+    }
+}
+
+type P = *mut c_void;
+/// `ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)`.
+type ReduceArgs = (*const c_void, P, usize, i32, i32, i32, P, P);
+
+/// Typed bindings of the NCCL prototypes deliver the same bytes as the C compiler's calls.
+#[test]
+fn typed_bindings_match_the_c_compiler() {
+    let oracle = build_oracle("typed", &[]);
+    let shapes = nccl_shapes();
+    let ret_bytes = 0x1234_5678i32.to_ne_bytes();
+    let reference = |name: &str, args: &[*const c_void]| -> Vec<u8> {
+        oracle.rec_reset_public();
+        let mut r = 0i32;
+        // SAFETY: `void ref_<name>(void *const *args, void *ret)` of tests/c/nccl_shapes.c.
+        unsafe {
+            std::mem::transmute::<*const c_void, extern "C" fn(*const *const c_void, *mut c_void)>(
+                oracle.sym(&format!("ref_{name}")),
+            )(args.as_ptr(), (&mut r as *mut i32).cast())
+        };
+        assert_eq!(r, 0x1234_5678);
+        oracle.recording_public()
+    };
+    common::OracleRuntime::set_return_bytes(&oracle, &ret_bytes);
+
+    let id = UniqueId(std::array::from_fn(|i| (i as i8).wrapping_mul(3) ^ 0x55));
+    let (comm, nranks, rank, config) = (0x1122_3344_5566_7788usize as *mut P, 8i32, 5i32, 0xc0f1_6000usize as P);
+    let init: TypedFn<(*mut P, i32, UniqueId, i32), i32> =
+        // SAFETY: the stand-in has this prototype.
+        unsafe { CallPlan::new(&shapes[0].1).unwrap().bind(oracle.sym("ncclCommInitRank")).unwrap() };
+    oracle.rec_reset_public();
+    // SAFETY: the stand-in only records its arguments and scribbles on its own copy.
+    assert_eq!(unsafe { init.call((comm, nranks, id, rank)) }, 0x1234_5678);
+    let got = oracle.recording_public();
+    assert_eq!(
+        got,
+        reference("ncclCommInitRank", &[arg(&comm), arg(&nranks), arg(&id), arg(&rank)]),
+        "{:?}",
+        init.code_path()
+    );
+    assert_eq!(id.0, UniqueId(std::array::from_fn(|i| (i as i8).wrapping_mul(3) ^ 0x55)).0, "the caller's id changed");
+
+    let init_config: TypedFn<(*mut P, i32, UniqueId, i32, P), i32> =
+        // SAFETY: as above.
+        unsafe { CallPlan::new(&shapes[1].1).unwrap().bind(oracle.sym("ncclCommInitRankConfig")).unwrap() };
+    oracle.rec_reset_public();
+    // SAFETY: as above.
+    unsafe { init_config.call((comm, nranks, id, rank, config)) };
+    let got = oracle.recording_public();
+    let want = reference("ncclCommInitRankConfig", &[arg(&comm), arg(&nranks), arg(&id), arg(&rank), arg(&config)]);
+    assert_eq!(got, want, "{:?}", init_config.code_path());
+
+    let reduce: TypedFn<ReduceArgs, i32> =
+        // SAFETY: as above.
+        unsafe { CallPlan::new(&shapes[2].1).unwrap().bind(oracle.sym("ncclReduce")).unwrap() };
+    let (send, recv, count) = (0x7f00_1000_0000usize as *const c_void, 0x7f00_2000_0000usize as P, 1usize << 20);
+    let (dtype, op, root, rcomm, stream) = (7i32, 2i32, 3i32, 0x5555_0000_1230usize as P, 0x5555_0000_4560usize as P);
+    oracle.rec_reset_public();
+    // SAFETY: as above.
+    unsafe { reduce.call((send, recv, count, dtype, op, root, rcomm, stream)) };
+    let got = oracle.recording_public();
+    let want = reference(
+        "ncclReduce",
+        &[arg(&send), arg(&recv), arg(&count), arg(&dtype), arg(&op), arg(&root), arg(&rcomm), arg(&stream)],
+    );
+    assert_eq!(got, want, "{:?}", reduce.code_path());
+    eprintln!(
+        "typed bindings: ncclCommInitRank {:?}, ncclCommInitRankConfig {:?}, ncclReduce {:?}",
+        init.code_path(),
+        init_config.code_path(),
+        reduce.code_path()
+    );
 }

@@ -6,10 +6,15 @@
 //! - a non-executable stack (`.note.GNU-stack` without X; `PT_GNU_STACK` RW in the linked test);
 //! - the GNU property note: IBT, SHSTK on x86-64, BTI, PAC on AArch64 (the linker ANDs it, so
 //!   one object without it unprotects the whole binary);
-//! - every entry is global, hidden, version-suffixed, and starts with the landing pad;
-//! - call frame information for every entry (unwinders and profilers walk through it);
-//! - on AArch64, the landing pads work: a BTI-enforced program calls through the trampoline,
-//!   and its negative control (a callee without a landing pad) dies with SIGILL.
+//! - the only global symbol is the code table: hidden and version-suffixed;
+//! - every piece of code (entry, straight-line body, checked wrapper, handler) is a function
+//!   symbol in the table, every table slot points at the start of the function build.rs named
+//!   for it, and each starts with its landing pad: the call pad for entries, the jump pad
+//!   (`endbr64` / `bti j`) for handlers;
+//! - call frame information covers every function (unwinders and profilers walk through it);
+//! - on AArch64, the landing pads work: a BTI-enforced program calls through the trampoline
+//!   (walks, every handler kind it uses, a straight-line body, a checked wrapper), and its
+//!   negative control (a callee without a landing pad) dies with SIGILL.
 //!
 //! Every tool is required: a missing one fails the test and names the tool, so a check that
 //! could not run is never reported as passed. Overrides: `NCCL_TRAMPOLINE_OBJDUMP`,
@@ -21,7 +26,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use nccl_trampoline::engine::offsets::ENTRY_SYMBOL;
+use nccl_trampoline::engine::layout::{H_COUNT, TABLE_NAMES, TABLE_SYMBOL};
 
 /// The static archive holding the assembled trampoline object (build.rs).
 const ARCHIVE: &str = env!("NCCL_TRAMPOLINE_CORE_ARCHIVE");
@@ -30,22 +35,39 @@ const ARCHIVE: &str = env!("NCCL_TRAMPOLINE_CORE_ARCHIVE");
 struct Expected {
     /// Properties line of `readelf -n`, after "Properties: ".
     property_note: &'static str,
-    /// First instruction of every entry, as objdump's whitespace-separated words.
-    landing_pad: &'static [&'static str],
+    /// First instruction of every entry (called), as objdump's whitespace-separated words.
+    call_pad: &'static [&'static str],
+    /// First instruction of every handler (jumped to).
+    jump_pad: &'static [&'static str],
     /// objdump that can disassemble this target.
     objdump: &'static str,
 }
 
 #[cfg(target_arch = "x86_64")]
-const EXPECTED: Expected =
-    Expected { property_note: "x86 feature: IBT, SHSTK", landing_pad: &["endbr64"], objdump: "objdump" };
+const EXPECTED: Expected = Expected {
+    property_note: "x86 feature: IBT, SHSTK",
+    call_pad: &["endbr64"],
+    jump_pad: &["endbr64"],
+    objdump: "objdump",
+};
 
 #[cfg(target_arch = "aarch64")]
 const EXPECTED: Expected = Expected {
     property_note: "AArch64 feature: BTI, PAC",
-    landing_pad: &["bti", "c"],
+    call_pad: &["bti", "c"],
+    jump_pad: &["bti", "j"],
     objdump: "aarch64-linux-gnu-objdump",
 };
+
+/// The landing pad a table slot's code must start with: handlers are jumped to, the rest called.
+fn landing_pad(symbol: &str) -> &'static [&'static str] {
+    let handlers = &TABLE_NAMES[..H_COUNT as usize];
+    if handlers.iter().any(|h| symbol.strip_prefix("nt_") == Some(h)) {
+        EXPECTED.jump_pad
+    } else {
+        EXPECTED.call_pad
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Running the tools.
@@ -176,16 +198,11 @@ fn is_global(s: &Symbol) -> bool {
     s.bind == "GLOBAL" || s.bind == "WEAK"
 }
 
-/// The entry points: defined global functions (the entry symbol among them).
-fn entries(symbols: &[Symbol]) -> Vec<Symbol> {
-    let entries: Vec<Symbol> =
-        symbols.iter().filter(|s| is_global(s) && s.kind == "FUNC" && s.ndx != "UND").cloned().collect();
-    assert!(
-        entries.iter().any(|s| s.name == ENTRY_SYMBOL),
-        "{ENTRY_SYMBOL} is not a defined global function in {ARCHIVE}; globals: {:?}",
-        symbols.iter().filter(|s| is_global(s)).collect::<Vec<_>>()
-    );
-    entries
+/// Every piece of code: the defined function symbols, local ones included.
+fn functions(symbols: &[Symbol]) -> Vec<Symbol> {
+    let functions: Vec<Symbol> = symbols.iter().filter(|s| s.kind == "FUNC" && s.ndx != "UND").cloned().collect();
+    assert!(!functions.is_empty(), "no function symbols in {ARCHIVE}");
+    functions
 }
 
 /// The version suffix the symbols must carry, derived from the package version independently
@@ -246,24 +263,24 @@ fn object_declares_control_flow_protection_property() {
     }
 }
 
-/// (c) The entry is global and hidden (linkable from the crate, never exported from a shared
-/// object), and every global symbol carries the crate prefix and version suffix, so two
-/// semver-incompatible copies of the crate link into one binary.
+/// (c) The code table is the only global symbol, hidden (linkable from the crate, never exported
+/// from a shared object) and version-suffixed, so two semver-incompatible copies of the crate
+/// link into one binary; every other symbol is local.
 #[test]
 fn globals_are_hidden_and_versioned() {
     let suffix = version_suffix();
-    assert_eq!(ENTRY_SYMBOL, format!("nccl_trampoline_call_{suffix}"), "ENTRY_SYMBOL does not carry the version");
+    assert_eq!(TABLE_SYMBOL, format!("nccl_trampoline_table_{suffix}"), "TABLE_SYMBOL does not carry the version");
     let symbols = symbols();
-    let entry: Vec<&Symbol> = symbols.iter().filter(|s| s.name == ENTRY_SYMBOL).collect();
-    assert_eq!(entry.len(), 1, "{ENTRY_SYMBOL} must be defined exactly once in {ARCHIVE}: {entry:?}");
-    let entry = entry[0];
+    let table: Vec<&Symbol> = symbols.iter().filter(|s| s.name == TABLE_SYMBOL).collect();
+    assert_eq!(table.len(), 1, "{TABLE_SYMBOL} must be defined exactly once in {ARCHIVE}: {table:?}");
+    let table = table[0];
     assert_eq!(
-        (entry.kind.as_str(), entry.bind.as_str(), entry.vis.as_str()),
-        ("FUNC", "GLOBAL", "HIDDEN"),
-        "{entry:?}"
+        (table.kind.as_str(), table.bind.as_str(), table.vis.as_str()),
+        ("OBJECT", "GLOBAL", "HIDDEN"),
+        "{table:?}"
     );
-    assert_ne!(entry.ndx, "UND", "{entry:?}");
-    assert!(entry.size > 0, "{ENTRY_SYMBOL} has no .size: tools cannot tell where it ends: {entry:?}");
+    assert_ne!(table.ndx, "UND", "{table:?}");
+    assert_eq!(table.size, 8 * TABLE_NAMES.len() as u64, "{TABLE_SYMBOL} has the wrong .size: {table:?}");
 
     let globals: Vec<&Symbol> = symbols.iter().filter(|s| is_global(s)).collect();
     for s in &globals {
@@ -277,29 +294,74 @@ fn globals_are_hidden_and_versioned() {
             assert_eq!(s.vis, "HIDDEN", "defined global {} is exported: {s:?}", s.name);
         }
     }
+    assert!(
+        functions(&symbols).iter().all(|f| !is_global(f)),
+        "a function is global: only the table may be (the code is reached through it)"
+    );
     println!(
         "hardening: globals {:?}: versioned (_{suffix}), defined ones hidden",
         globals.iter().map(|s| &s.name).collect::<Vec<_>>()
     );
 }
 
-/// (d) The first instruction of every entry is the landing pad (`endbr64` / `bti c`).
+/// (c') Every table slot points at the start of the function build.rs named for it, and every
+/// function is in the table: read from the table section's relocations.
 #[test]
-fn every_entry_starts_with_landing_pad() {
+fn every_table_slot_points_at_its_function() {
+    let symbols = symbols();
+    let functions = functions(&symbols);
+    let relocs = stdout_of("readelf", &["-rW", ARCHIVE]);
+    let section = relocs
+        .split("Relocation section ")
+        .find(|s| s.starts_with("'.rela.data.rel.ro.nccl_trampoline_table'"))
+        .unwrap_or_else(|| panic!("no relocations for the table section in {ARCHIVE}:\n{relocs}"));
+    let mut slots = vec![None; TABLE_NAMES.len()];
+    for line in section.lines().skip(1) {
+        // Offset Info Type Sym.Value Sym.Name + Addend
+        let t: Vec<&str> = line.split_whitespace().collect();
+        if t.len() < 7 || t[5] != "+" {
+            continue;
+        }
+        let offset = u64::from_str_radix(t[0], 16).expect("relocation offset");
+        let target =
+            u64::from_str_radix(t[3], 16).expect("symbol value") + u64::from_str_radix(t[6], 16).expect("addend");
+        let function = functions
+            .iter()
+            .find(|f| f.value == target && (t[4] == ".text" || t[4] == f.name))
+            .unwrap_or_else(|| panic!("table slot {} points at {t:?}, not at the start of a function", offset / 8));
+        slots[(offset / 8) as usize] = Some(function.name.clone());
+    }
+    for (i, name) in TABLE_NAMES.iter().enumerate() {
+        assert_eq!(slots[i].as_deref(), Some(format!("nt_{name}").as_str()), "table slot {i} must be nt_{name}");
+    }
+    let in_table: std::collections::HashSet<String> = TABLE_NAMES.iter().map(|n| format!("nt_{n}")).collect();
+    for f in &functions {
+        assert!(in_table.contains(&f.name), "function {} is not in the table (dead code or a missing slot)", f.name);
+    }
+    println!("hardening: {} table slots, each the start of its function, every function in the table", slots.len());
+}
+
+/// (d) The first instruction of every function is its landing pad: `endbr64` on x86-64; on
+/// AArch64 `bti c` for entries (called) and `bti j` for handlers (jumped to).
+#[test]
+fn every_function_starts_with_its_landing_pad() {
     let objdump = tool("NCCL_TRAMPOLINE_OBJDUMP", EXPECTED.objdump);
     let listing = stdout_of(&objdump, &["-d", "--no-show-raw-insn", ARCHIVE]);
-    for entry in entries(&symbols()) {
-        let heading = format!("<{}>:", entry.name);
+    let mut counts = std::collections::BTreeMap::new();
+    for function in functions(&symbols()) {
+        let heading = format!("<{}>:", function.name);
         let mut lines = listing.lines().skip_while(|l| !l.trim_end().ends_with(&heading));
-        assert!(lines.next().is_some(), "{objdump} shows no code for {}:\n{listing}", entry.name);
+        assert!(lines.next().is_some(), "{objdump} shows no code for {}:\n{listing}", function.name);
         let first = lines
             .find(|l| !l.trim().is_empty())
-            .unwrap_or_else(|| panic!("{objdump} shows no instruction for {}", entry.name));
+            .unwrap_or_else(|| panic!("{objdump} shows no instruction for {}", function.name));
         // "   0:\tbti\tc" -> ["bti", "c"]
         let insn: Vec<&str> = first.split_once(':').map(|(_, i)| i).unwrap_or_default().split_whitespace().collect();
-        assert_eq!(insn, EXPECTED.landing_pad, "{}: first instruction is {first:?}, not the landing pad", entry.name);
-        println!("hardening: {} starts with {:?}", entry.name, insn.join(" "));
+        let pad = landing_pad(&function.name);
+        assert_eq!(insn, pad, "{}: first instruction is {first:?}, not the landing pad {pad:?}", function.name);
+        *counts.entry(pad.join(" ")).or_insert(0) += 1;
     }
+    println!("hardening: every function starts with its landing pad: {counts:?}");
 }
 
 /// (e) This test executable, which links the object, has a non-executable stack.
@@ -320,15 +382,17 @@ fn test_executable_stack_is_not_executable() {
     println!("hardening: test executable PT_GNU_STACK {flags}");
 }
 
-/// (f) Call frame information: an FDE covers every entry from its first to its last byte.
+/// (f) Call frame information: an FDE covers every function from its first to its last byte
+/// (handlers share one FDE per region, which states the region's stack state from its start).
 #[test]
-fn every_entry_has_call_frame_information() {
+fn every_function_has_call_frame_information() {
     let frames = per_member(&readelf(&["--debug-dump=frames"], ARCHIVE));
-    for entry in entries(&symbols()) {
+    let functions = functions(&symbols());
+    for function in &functions {
         let body = &frames
             .iter()
-            .find(|(m, _)| *m == entry.member)
-            .unwrap_or_else(|| panic!("readelf printed no frames for {}", entry.member))
+            .find(|(m, _)| *m == function.member)
+            .unwrap_or_else(|| panic!("readelf printed no frames for {}", function.member))
             .1;
         let fdes: Vec<(u64, u64)> = body
             .lines()
@@ -339,14 +403,15 @@ fn every_entry_has_call_frame_information() {
                 Some((u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?))
             })
             .collect();
-        let (lo, hi) = (entry.value, entry.value + entry.size);
+        let (lo, hi) = (function.value, function.value + function.size);
+        assert!(function.size > 0, "{} has no .size", function.name);
         assert!(
             fdes.iter().any(|&(start, end)| start <= lo && hi <= end),
             "{}: no FDE covers {lo:#x}..{hi:#x} (FDEs: {fdes:x?}): .cfi_startproc/.cfi_endproc missing?\n{body}",
-            entry.name
+            function.name
         );
-        println!("hardening: {}: FDE covers {lo:#x}..{hi:#x}", entry.name);
     }
+    println!("hardening: FDEs cover all {} functions", functions.len());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,7 +455,7 @@ mod bti {
         let cc = tool("NCCL_TRAMPOLINE_TEST_CC", "aarch64-linux-gnu-gcc");
         let include = format!("-I{}", env!("NCCL_TRAMPOLINE_CORE_INCLUDE"));
         let c_include = format!("-I{}", c_file(""));
-        let entry = format!("-DTRAMPOLINE_ENTRY={ENTRY_SYMBOL}");
+        let entry = format!("-DTRAMPOLINE_TABLE={TABLE_SYMBOL}");
         let common = ["-c", "-O2", "-std=gnu11", "-Wall", "-Werror", "-ffreestanding", "-fno-stack-protector"];
         let compile = |src: &str, obj: &str, branch_protection: &str| {
             let flag = format!("-mbranch-protection={branch_protection}");
@@ -430,9 +495,11 @@ mod bti {
         spawn(&qemu(), &["-cpu", cpu, prog], Some(dir))
     }
 
-    /// Called indirectly from BTI-guarded code, the trampoline's `bti c` lets the call in;
-    /// its `paciasp`/`autiasp` pair round-trips; it enters a C callee with a landing pad by
-    /// BLR; integer registers, the stack argument and the B.4 struct address arrive.
+    /// Called indirectly from BTI-guarded code, the entries' `bti c` lets the calls in, the
+    /// handlers' `bti j` lets the walk's jumps in; the `paciasp`/`autiasp` pairs round-trip;
+    /// the call op and a straight-line body enter C callees with landing pads by `br x16`;
+    /// integer registers, the stack argument and the B.4 struct address arrive, and results
+    /// come back in x0 and through the checked entries' result buffers.
     #[test]
     fn bti_enforced_call_through_trampoline() {
         let dir = work_dir("bti-positive");
@@ -459,7 +526,7 @@ mod bti {
             describe(out.status),
             String::from_utf8_lossy(&out.stderr)
         );
-        println!("hardening: BTI-enforced program called through {ENTRY_SYMBOL}: exit 0");
+        println!("hardening: BTI-enforced program called through {TABLE_SYMBOL}'s walks, word bodies and a checked body: exit 0");
     }
 
     /// Negative control: the same program with a callee that has no landing pad must die with

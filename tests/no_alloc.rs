@@ -1,13 +1,14 @@
 //! A prepared call allocates nothing: a counting global allocator sees no allocation during
-//! calls through plans for every shape class (registers, stack image, private copies,
-//! indirect results).
+//! calls through plans for every shape class (registers, stack arguments, private copies,
+//! indirect results), through every entry (the checked walk and line bodies of `CallPlan::call`,
+//! the typed walks and word bodies of typed bindings and `call_words`).
 #![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use nccl_trampoline::{arg, Aggregate, CallPlan, Signature, Type};
+use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn};
 
 struct Counting;
 
@@ -33,6 +34,13 @@ static GLOBAL: Counting = Counting;
 #[derive(Clone, Copy)]
 struct Id([u8; 128]);
 
+// SAFETY: `struct { uint8_t bytes[128]; }`, exactly this layout.
+unsafe impl CArg for Id {
+    fn c_type() -> Type {
+        Type::Aggregate(Aggregate::builder().array(Type::U8, 128).build().unwrap())
+    }
+}
+
 #[repr(C)]
 struct Big([i64; 40]);
 
@@ -43,6 +51,10 @@ extern "C" fn by_value(comm: *mut c_void, n: i32, id: Id, rank: i32) -> i32 {
 
 extern "C" fn big_result(a: i64, b: f64) -> Big {
     Big([a + b as i64; 40])
+}
+
+extern "C" fn ints(a: i32, b: i64, c: *const u8) -> i64 {
+    i64::from(a) + b + c as i64
 }
 
 #[test]
@@ -64,16 +76,31 @@ fn calls_do_not_allocate() {
     let args1 = [arg(&comm), arg(&n), arg(&id), arg(&rank)];
     let args2 = [arg(&a), arg(&b)];
 
+    let p3 =
+        CallPlan::new(&Signature::new(vec![Type::I32, Type::I64, Type::Pointer], Some(Type::I64)).unwrap()).unwrap();
+    let f3 = ints as extern "C" fn(i32, i64, *const u8) -> i64 as *const c_void;
+    // SAFETY: the functions have exactly the planned signatures.
+    let t1: TypedFn<(*mut c_void, i32, Id, i32), i32> = unsafe { p1.bind(f1).unwrap() };
+    // SAFETY: as above.
+    let t3: TypedFn<(i32, i64, *const u8), i64> = unsafe { p3.bind(f3).unwrap() };
+    let (x, y, z) = (1i32, 2i64, 3usize as *const u8);
+    let args3 = [arg(&x), arg(&y), arg(&z)];
+    let (mut r3, mut sum) = (0i64, 0i64);
+
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     for _ in 0..1000 {
-        // SAFETY: both functions have exactly the planned signatures.
+        // SAFETY: the functions have exactly the planned signatures; every pointer is valid.
         unsafe {
             p1.call(f1, &args1, (&mut r as *mut i32).cast()).unwrap();
             p2.call(f2, &args2, (&mut big as *mut Big).cast()).unwrap();
+            p3.call(f3, &args3, (&mut r3 as *mut i64).cast()).unwrap();
+            p3.call_words(f3, &[x as i64 as u64, y as u64, z as u64], (&mut r3 as *mut i64).cast()).unwrap();
+            sum += i64::from(t1.call((comm, n, id, rank))) + t3.call((x, y, z));
         }
     }
     let after = ALLOCATIONS.load(Ordering::SeqCst);
-    assert_eq!(after - before, 0, "allocations during 2000 calls");
+    assert_eq!(after - before, 0, "allocations during 6000 calls");
     assert_eq!(r, 15);
     assert_eq!(big.0, [7; 40]);
+    assert_eq!((r3, sum), (6, 1000 * (15 + 6)));
 }

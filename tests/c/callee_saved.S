@@ -1,14 +1,20 @@
 /*
- * nt_check_callee_saved(entry, frame): loads a distinct pattern into every callee-saved
- * register, calls entry(frame), and returns a bit mask of the registers whose value changed
- * (0 = all preserved). nt_clobbering_entry is a deliberately broken entry for the negative
- * control: it changes one callee-saved register and returns.
+ * nt_check_callee_saved(entry, a0, a1, a2, a3): loads a distinct pattern into every
+ * callee-saved register, calls entry(a0, a1, a2, a3), and returns a bit mask of the registers
+ * whose value changed (0 = all preserved). nt_clobbering_entry is a deliberately broken entry
+ * for the negative control: it changes one callee-saved register and returns.
+ *
+ * nt_low_byte(uint8_t a, double b) returns a as uint32_t: a callee the straight-line bodies do
+ * not take (a uint8_t and a double), for the walk without a frame.
+ *
+ * nt_no_cfi_entry(argv, func, program) calls func() from a frame that has no call frame
+ * information: the negative control of the unwinding test (the unwinder must stop there).
  */
 #if defined(__x86_64__)
     .text
     .globl nt_check_callee_saved
     .type nt_check_callee_saved, @function
-nt_check_callee_saved:          /* rdi = entry, rsi = frame */
+nt_check_callee_saved:          /* rdi = entry, rsi, rdx, rcx, r8 = its four arguments */
     endbr64
     push %rbx
     push %rbp
@@ -19,6 +25,9 @@ nt_check_callee_saved:          /* rdi = entry, rsi = frame */
     sub $8, %rsp                /* 6 pushes + return address: realign to 16 */
     mov %rdi, %rax
     mov %rsi, %rdi
+    mov %rdx, %rsi
+    mov %rcx, %rdx
+    mov %r8, %rcx
     movabs $0x1111111111111101, %rbx
     movabs $0x2222222222222202, %rbp
     movabs $0x3333333333333303, %r12
@@ -69,11 +78,30 @@ nt_clobbering_entry:
     ret
     .size nt_clobbering_entry, .-nt_clobbering_entry
 
+    .globl nt_low_byte
+    .type nt_low_byte, @function
+nt_low_byte:
+    endbr64
+    movzbl %dil, %eax
+    ret
+    .size nt_low_byte, .-nt_low_byte
+
+    .globl nt_no_cfi_entry
+    .type nt_no_cfi_entry, @function
+nt_no_cfi_entry:
+    endbr64
+    push %rbp
+    mov %rsp, %rbp
+    call *%rsi
+    pop %rbp
+    ret
+    .size nt_no_cfi_entry, .-nt_no_cfi_entry
+
 #elif defined(__aarch64__)
     .text
     .globl nt_check_callee_saved
     .type nt_check_callee_saved, %function
-nt_check_callee_saved:          /* x0 = entry, x1 = frame */
+nt_check_callee_saved:          /* x0 = entry, x1..x4 = its four arguments */
     bti c
     stp x29, x30, [sp, #-160]!
     mov x29, sp
@@ -88,6 +116,9 @@ nt_check_callee_saved:          /* x0 = entry, x1 = frame */
     stp d14, d15, [sp, #144]
     mov x9, x0
     mov x0, x1
+    mov x1, x2
+    mov x2, x3
+    mov x3, x4
     /* x19..x28 = 19..28 in every byte-ish pattern; d8..d15 likewise. */
     mov x19, #0x1913
     mov x20, #0x2014
@@ -221,5 +252,24 @@ nt_clobbering_entry:
     mov x23, #0
     ret
     .size nt_clobbering_entry, .-nt_clobbering_entry
+
+    .globl nt_low_byte
+    .type nt_low_byte, %function
+nt_low_byte:
+    bti c
+    and w0, w0, #0xff
+    ret
+    .size nt_low_byte, .-nt_low_byte
+
+    .globl nt_no_cfi_entry
+    .type nt_no_cfi_entry, %function
+nt_no_cfi_entry:
+    bti c
+    stp x29, x30, [sp, #-16]!
+    mov x29, sp
+    blr x1
+    ldp x29, x30, [sp], #16
+    ret
+    .size nt_no_cfi_entry, .-nt_no_cfi_entry
 #endif
     .section .note.GNU-stack, "", %progbits

@@ -10,6 +10,8 @@ mod oracle;
 pub use oracle::*;
 
 use std::ffi::c_void;
+
+use nccl_trampoline::{CallPlan, Signature, Type};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -132,4 +134,98 @@ impl OracleRuntime for Oracle {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
         }
     }
+}
+
+/// The word of an argument (`CArg::word`) from its bytes: integers extended by their type,
+/// pointers as they are, floats' bits zero-extended, aggregates by address.
+pub fn word_of(ty: &Type, bytes: &[u8]) -> u64 {
+    let mut raw = [0u8; 8];
+    let n = ty.size().min(8);
+    match ty {
+        Type::Aggregate(_) => return bytes.as_ptr() as u64,
+        _ => raw[..n].copy_from_slice(&bytes[..n]),
+    }
+    let v = u64::from_ne_bytes(raw);
+    match ty {
+        Type::I8 => v as u8 as i8 as i64 as u64,
+        Type::I16 => v as u16 as i16 as i64 as u64,
+        Type::I32 => v as u32 as i32 as i64 as u64,
+        _ => v,
+    }
+}
+
+/// As [`check_call`], through a given plan: checked (`CallPlan::call`, argument pointers) or
+/// typed (`CallPlan::call_words`, argument words: the typed bindings' program), so that every
+/// copy width and both entry families are compared with the C compiler. Returns a description
+/// of the first mismatch.
+pub fn check_plan_call(
+    oracle: &impl OracleRuntime,
+    name: &str,
+    sig: &Signature,
+    plan: &CallPlan,
+    unchecked: bool,
+    pattern: &mut Pattern,
+) -> Result<(), String> {
+    let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.fill(t.size())).collect();
+    let before = args.clone();
+    let ret_size = sig.ret().map_or(0, Type::size);
+    let ret_bytes = pattern.fill(ret_size);
+    oracle.set_return_bytes(&ret_bytes);
+    let arg_ptrs: Vec<*const c_void> = args.iter().map(|a| a.as_ptr().cast()).collect();
+
+    let mut ret_t = aligned(ret_size);
+    oracle.rec_reset();
+    let func = oracle.sym(name);
+    if unchecked {
+        let words: Vec<u64> = sig.args().iter().zip(&args).map(|(t, b)| word_of(t, b)).collect();
+        // SAFETY: `name` was generated from `sig`; the words encode its arguments (aggregates
+        // point into `args`, alive); the result buffer has its size.
+        unsafe { plan.call_words(func, &words, ret_t.as_mut_ptr().cast()) }
+            .map_err(|e| format!("{name}: call_words: {e}"))?;
+    } else {
+        // SAFETY: as above.
+        unsafe { plan.call(func, &arg_ptrs, ret_t.as_mut_ptr().cast()) }.map_err(|e| format!("{name}: call: {e}"))?;
+    }
+    let rec_t = oracle.recording();
+
+    let mut ret_c = aligned(ret_size);
+    oracle.rec_reset();
+    // SAFETY: `void ref_<name>(void *const *args, void *ret)`, generated with the callee.
+    unsafe {
+        std::mem::transmute::<*const c_void, extern "C" fn(*const *const c_void, *mut c_void)>(
+            oracle.sym(&format!("ref_{name}")),
+        )(arg_ptrs.as_ptr(), ret_c.as_mut_ptr().cast())
+    };
+    let rec_c = oracle.recording();
+
+    let how = if unchecked { "typed" } else { "checked" };
+    if rec_t != rec_c {
+        let at = rec_t.iter().zip(&rec_c).position(|(a, b)| a != b).unwrap_or(rec_t.len().min(rec_c.len()));
+        return Err(format!(
+            "{name} ({how}, {:?}): callee received other bytes than from the C caller (first difference at recorded byte {at})\n sig: {sig:?}\n trampoline: {rec_t:02x?}\n C:          {rec_c:02x?}",
+            plan.vector_copy()
+        ));
+    }
+    if args != before {
+        return Err(format!("{name} ({how}): the caller's argument bytes changed during the call"));
+    }
+    if let Some(rt) = sig.ret() {
+        let ranges = value_ranges(rt);
+        // SAFETY: both buffers are at least ret_size bytes.
+        let (t, c) = unsafe {
+            (
+                std::slice::from_raw_parts(ret_t.as_ptr().cast::<u8>(), ret_size),
+                std::slice::from_raw_parts(ret_c.as_ptr().cast::<u8>(), ret_size),
+            )
+        };
+        let pick = |b: &[u8]| -> Vec<u8> { ranges.iter().flat_map(|&(o, l)| b[o..o + l].iter().copied()).collect() };
+        if pick(t) != pick(c) || pick(c) != pick(&ret_bytes) {
+            return Err(format!(
+                "{name} ({how}): result differs from the C caller's\n sig: {sig:?}\n trampoline: {:02x?}\n C:          {:02x?}",
+                pick(t),
+                pick(c)
+            ));
+        }
+    }
+    Ok(())
 }

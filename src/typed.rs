@@ -1,0 +1,297 @@
+//! Typed bindings: a [`CallPlan`](crate::CallPlan) bound once to a function and to Rust
+//! argument and result types, checked against the plan's signature when it is made, then
+//! called with no per-call checks at all.
+//!
+//! ```
+//! use core::ffi::c_void;
+//! use nccl_trampoline::{CallPlan, Signature, Type, TypedFn};
+//!
+//! extern "C" fn add3(a: i32, b: i64, c: i32) -> i64 {
+//!     a as i64 + b + c as i64
+//! }
+//!
+//! # if nccl_trampoline::Abi::native().is_none() { return Ok(()); }
+//! let plan = CallPlan::new(&Signature::new(vec![Type::I32, Type::I64, Type::I32], Some(Type::I64))?)?;
+//! // SAFETY: add3 has the plan's C signature and lives as long as the binding.
+//! let add: TypedFn<(i32, i64, i32), i64> = unsafe { plan.bind(add3 as *const c_void)? };
+//! // SAFETY: add3 accepts any values.
+//! assert_eq!(unsafe { add.call((1, 2, 3)) }, 6);
+//! # Ok::<(), nccl_trampoline::Error>(())
+//! ```
+
+use core::ffi::c_void;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use crate::engine::{self, TypedEntry};
+use crate::Type;
+
+/// A Rust type that has the layout of one C argument type and is passed as that type.
+///
+/// Implemented for the integers (`isize`/`usize` as `int64_t`/`uint64_t`), `f32`, `f64`, raw
+/// pointers and [`NonNull`]. Implement it for a `#[repr(C)]` struct passed by value (such as
+/// `ncclUniqueId`: the default [`word`](CArg::word) is right for it) or a
+/// `#[repr(transparent)]` newtype over a scalar (forward `word` to the scalar's).
+///
+/// # Safety
+///
+/// `c_type()` must describe `Self` exactly: same size, alignment, field offsets and field
+/// types; and `word()` must return what its documentation says for that C type.
+pub unsafe trait CArg: Sized {
+    /// The C type of values of `Self`.
+    fn c_type() -> Type;
+
+    /// The value as the one 64-bit word a typed call passes to the core for it: an integer or
+    /// pointer extended to 64 bits by the signedness of its C type (ADR 2), a `float`'s or
+    /// `double`'s bits in the low bytes (zero above), or, for an aggregate, its address (the
+    /// default), which must stay valid during the call.
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        (self as *const Self) as usize as u64
+    }
+}
+
+/// A Rust type that has the layout of a C return type returned in registers: `()` for `void`,
+/// the scalars of [`CArg`]. Aggregate results are not supported by typed bindings (use
+/// [`CallPlan::call`](crate::CallPlan::call)).
+///
+/// # Safety
+///
+/// `c_type()` must describe `Self` exactly, and `Self` must be returned by an `extern "C"`
+/// function in the registers the C type is returned in.
+pub unsafe trait CRet {
+    /// The C return type (`None` for `void`).
+    fn c_type() -> Option<Type>;
+}
+
+macro_rules! scalars {
+    ($($rust:ty => $c:expr, $word:expr);* $(;)?) => {
+        $(
+            // SAFETY: the C type has this Rust type's size, alignment and class (LP64); the word
+            // extends it by its signedness (integers) or holds its bits (floats).
+            unsafe impl CArg for $rust {
+                fn c_type() -> Type {
+                    $c
+                }
+                #[inline(always)]
+                fn word(&self) -> u64 {
+                    ($word)(*self)
+                }
+            }
+            // SAFETY: as above; scalars return in rax/xmm0 or x0/v0 alike in C and Rust.
+            unsafe impl CRet for $rust {
+                fn c_type() -> Option<Type> {
+                    Some($c)
+                }
+            }
+        )*
+    };
+}
+
+scalars! {
+    i8 => Type::I8, |v: i8| i64::from(v) as u64;
+    u8 => Type::U8, u64::from;
+    i16 => Type::I16, |v: i16| i64::from(v) as u64;
+    u16 => Type::U16, u64::from;
+    i32 => Type::I32, |v: i32| i64::from(v) as u64;
+    u32 => Type::U32, u64::from;
+    i64 => Type::I64, |v: i64| v as u64;
+    u64 => Type::U64, |v: u64| v;
+    f32 => Type::F32, |v: f32| u64::from(v.to_bits());
+    f64 => Type::F64, f64::to_bits;
+}
+
+#[cfg(target_pointer_width = "64")]
+scalars! {
+    isize => Type::I64, |v: isize| v as u64;
+    usize => Type::U64, |v: usize| v as u64;
+}
+
+// SAFETY: a thin raw pointer is a C data pointer; its word is its address.
+unsafe impl<T> CArg for *const T {
+    fn c_type() -> Type {
+        Type::Pointer
+    }
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        *self as usize as u64
+    }
+}
+// SAFETY: as above.
+unsafe impl<T> CArg for *mut T {
+    fn c_type() -> Type {
+        Type::Pointer
+    }
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        *self as usize as u64
+    }
+}
+// SAFETY: NonNull<T> is a #[repr(transparent)] non-null `*mut T`.
+unsafe impl<T> CArg for NonNull<T> {
+    fn c_type() -> Type {
+        Type::Pointer
+    }
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        self.as_ptr() as usize as u64
+    }
+}
+// SAFETY: as for CArg.
+unsafe impl<T> CRet for *const T {
+    fn c_type() -> Option<Type> {
+        Some(Type::Pointer)
+    }
+}
+// SAFETY: as for CArg.
+unsafe impl<T> CRet for *mut T {
+    fn c_type() -> Option<Type> {
+        Some(Type::Pointer)
+    }
+}
+// SAFETY: `()` is what a Rust `extern "C"` function returning nothing returns: C's `void`.
+unsafe impl CRet for () {
+    fn c_type() -> Option<Type> {
+        None
+    }
+}
+
+/// The argument list of a typed binding: a tuple of [`CArg`] types, `()` for none, up to 12.
+///
+/// # Safety
+///
+/// `words` must return, in order, each element's [`CArg::word`], and `types` the elements' C
+/// types in the same order.
+pub unsafe trait CArgs {
+    /// `[u64; N]`.
+    type Words: AsRef<[u64]>;
+    /// The C types, in order.
+    fn types() -> Vec<Type>;
+    /// The elements' words, in order (aggregates' words point into `self`).
+    fn words(&self) -> Self::Words;
+}
+
+macro_rules! tuples {
+    ($(($n:literal; $($t:ident $i:tt),*)),* $(,)?) => {
+        $(
+            // SAFETY: one word per element, in order, each that element's CArg::word.
+            unsafe impl<$($t: CArg),*> CArgs for ($($t,)*) {
+                type Words = [u64; $n];
+                fn types() -> Vec<Type> {
+                    vec![$($t::c_type()),*]
+                }
+                #[inline(always)]
+                fn words(&self) -> Self::Words {
+                    [$(self.$i.word()),*]
+                }
+            }
+        )*
+    };
+}
+
+// SAFETY: no elements, no words.
+unsafe impl CArgs for () {
+    type Words = [u64; 0];
+    fn types() -> Vec<Type> {
+        Vec::new()
+    }
+    #[inline(always)]
+    fn words(&self) -> Self::Words {
+        []
+    }
+}
+
+tuples! {
+    (1; A0 0),
+    (2; A0 0, A1 1),
+    (3; A0 0, A1 1, A2 2),
+    (4; A0 0, A1 1, A2 2, A3 3),
+    (5; A0 0, A1 1, A2 2, A3 3, A4 4),
+    (6; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5),
+    (7; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6),
+    (8; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7),
+    (9; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8),
+    (10; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9),
+    (11; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10),
+    (12; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10, A11 11),
+}
+
+/// A C function bound to Rust argument types `A` (a tuple) and result type `R`, made by
+/// [`CallPlan::bind`](crate::CallPlan::bind). Arity and every type were checked against the
+/// plan's signature then; a call checks nothing. It passes one word per argument
+/// ([`CArg::word`]) to the plan's typed entry: a straight-line word body when every argument is
+/// an integer or pointer (up to 12: registers, then stack slots), else the walk, without a
+/// frame when nothing goes on the stack.
+///
+/// `TypedFn` is `Send` and `Sync`: it holds a code address, the address of the function and
+/// an immutable program. Whether the function itself may be called from several threads is
+/// the function's contract.
+pub struct TypedFn<A, R> {
+    entry: TypedEntry<R>,
+    func: *const c_void,
+    program: Box<[u64]>,
+    _args: PhantomData<fn(A) -> R>,
+}
+
+// SAFETY: see the type's documentation: nothing in it is mutated after construction.
+unsafe impl<A, R> Send for TypedFn<A, R> {}
+// SAFETY: as above.
+unsafe impl<A, R> Sync for TypedFn<A, R> {}
+
+impl<A: CArgs, R: CRet> TypedFn<A, R> {
+    /// Assembled by `CallPlan::bind` after its checks.
+    ///
+    /// # Safety
+    ///
+    /// `entry` and `program` implement the signature `A -> R` on this target; `func` is a
+    /// function of that signature.
+    pub(crate) unsafe fn from_parts(entry: usize, func: *const c_void, program: Box<[u64]>) -> Self {
+        // SAFETY: `entry` is the address of a typed entry of the table (a code address, the
+        // size of a function pointer); its contract is TypedEntry's for this R (caller).
+        let entry = unsafe { core::mem::transmute::<usize, TypedEntry<R>>(entry) };
+        TypedFn { entry, func, program, _args: PhantomData }
+    }
+
+    /// Calls the function with `args` and returns its result.
+    ///
+    /// # Safety
+    ///
+    /// The function's own contract for these argument values (what its pointers must point
+    /// to, which thread may call it, what it keeps) must hold, and the function must still be
+    /// loaded. The signature itself was checked when the binding was made.
+    #[inline(always)]
+    pub unsafe fn call(&self, args: A) -> R {
+        let words = args.words();
+        // SAFETY: the entry and program implement A -> R (from_parts); the words are the
+        // arguments' (aggregates' point into `args`, alive until the call returns); the
+        // function's contract is the caller's.
+        unsafe { (self.entry)(words.as_ref().as_ptr(), self.func, self.program.as_ptr()) }
+    }
+
+    /// The bound function's address.
+    pub fn func(&self) -> *const c_void {
+        self.func
+    }
+
+    /// The names of the assembly pieces a call runs, in order (entry, then the program's
+    /// handlers): introspection for tests and profiles.
+    pub fn code_path(&self) -> Vec<&'static str> {
+        crate::program::code_path(self.entry as usize, &self.program)
+    }
+}
+
+impl<A, R> Clone for TypedFn<A, R> {
+    fn clone(&self) -> Self {
+        TypedFn { entry: self.entry, func: self.func, program: self.program.clone(), _args: PhantomData }
+    }
+}
+
+impl<A, R> fmt::Debug for TypedFn<A, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedFn")
+            .field("func", &self.func)
+            .field("entry", &engine::code_name(self.entry as usize))
+            .finish_non_exhaustive()
+    }
+}
