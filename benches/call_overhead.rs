@@ -1,29 +1,39 @@
-//! Cost of one call through the trampoline ([`CallPlan::call`]) against a direct Rust
-//! `extern "C"` fn-pointer call and against libffi's `ffi_call`, for three shapes:
+//! Cost of one call through the call core against a direct Rust `extern "C"` fn-pointer call
+//! and against libffi's `ffi_call`, for three shapes:
 //!
-//! - `call/ints3`: `extern "C" fn(i32, i64, i32) -> i64`, everything in registers;
-//! - `call/comm_init_rank`: the `ncclCommInitRank` shape, a 128-byte `UniqueId` by value
-//!   (System V MEMORY class: copied to the outgoing stack area);
-//! - `call/reduce8`: the 8-argument `ncclReduce` shape, two arguments on the stack.
+//! - `ints3`: `extern "C" fn(i32, i64, i32) -> i64`, everything in registers;
+//! - `comm_init_rank`: the `ncclCommInitRank` shape, a 128-byte `UniqueId` by value (System V
+//!   MEMORY class: copied to the outgoing stack area; AAPCS64: a private copy by address);
+//! - `reduce8`: the 8-argument `ncclReduce` shape (two arguments on the stack on x86-64).
 //!
-//! The callees are Rust `extern "C"` functions that do a little work depending on every
-//! argument; they and all inputs go through `black_box`, so no variant can be folded away. The
-//! `CallPlan` and the libffi `Cif` are both prepared once, outside the timed loop; the
-//! argument-pointer arrays are built inside it, as a caller has to for every call.
+//! Variants: `direct` (the compiler's own call through a `black_box`ed fn pointer), `typed` (a
+//! [`TypedFn`] from `CallPlan::bind`: no per-call checks), `dynamic` (`CallPlan::call` with an
+//! argument-pointer array built per call, its `Result` checked) and `libffi` (`Cif::call`,
+//! x86-64 only). The callees do a little work depending on every argument; all inputs go
+//! through `black_box`, so nothing can be folded away. Plans, bindings and `Cif`s are made
+//! once, outside the timed loops.
 //!
-//! libffi is only built for x86-64 Linux (see `Cargo.toml`); elsewhere this is an empty main.
+//! Three ways to run it (results and goals: `docs/perf.md`):
 //!
-//! Run: `cargo bench --bench call_overhead -- --warm-up-time 1 --measurement-time 3`.
-//! Results and the goals they are judged against: `docs/perf.md`.
+//! - `cargo bench --bench call_overhead -- --warm-up-time 1 --measurement-time 3` (criterion,
+//!   x86-64 only);
+//! - `<bench binary> paired [ROUNDS] [MILLISECONDS]`: ROUNDS (default 7) interleaved rounds;
+//!   in each round every variant of a shape runs for about MILLISECONDS (default 300), in an
+//!   order that rotates from round to round, and its time is divided by the `direct` time of
+//!   the same round. Prints every round and the median ratio per variant: paired, so drift in
+//!   the machine's speed cancels out;
+//! - `<bench binary> count SHAPE VARIANT ITERATIONS`: runs exactly ITERATIONS calls and exits,
+//!   for instruction counters (callgrind, qemu's insn plugin): the difference between two
+//!   ITERATIONS values, divided by their difference, is the cost of one iteration.
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-mod x86_64_linux {
+#![cfg_attr(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))), allow(unused))]
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod shapes {
     use core::ffi::c_void;
     use std::hint::black_box;
 
-    use criterion::{criterion_group, Criterion};
-    use libffi::middle::{arg as ffi_arg, Cif, CodePtr, Type as FfiType};
-    use nccl_trampoline::{arg, Aggregate, CallPlan, Signature, Type};
+    use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn};
 
     /// `ncclUniqueId`: `typedef struct { char internal[128]; } ncclUniqueId;`.
     #[repr(C)]
@@ -32,19 +42,30 @@ mod x86_64_linux {
         internal: [i8; 128],
     }
 
-    type Ints3Fn = extern "C" fn(i32, i64, i32) -> i64;
-    type CommInitRankFn = extern "C" fn(*mut *mut c_void, i32, UniqueId, i32) -> i32;
-    type Reduce8Fn = extern "C" fn(*const c_void, *mut c_void, usize, i32, i32, i32, *mut c_void, *mut c_void) -> i32;
+    // SAFETY: `struct { char internal[128]; }`, exactly this layout.
+    unsafe impl CArg for UniqueId {
+        fn c_type() -> Type {
+            unique_id_type()
+        }
+    }
+
+    pub type Ints3Fn = extern "C" fn(i32, i64, i32) -> i64;
+    pub type CommInitRankFn = extern "C" fn(*mut *mut c_void, i32, UniqueId, i32) -> i32;
+    pub type Reduce8Fn =
+        extern "C" fn(*const c_void, *mut c_void, usize, i32, i32, i32, *mut c_void, *mut c_void) -> i32;
+    type P = *mut c_void;
+    type CommInitRankArgs = (*mut P, i32, UniqueId, i32);
+    type Reduce8Args = (*const c_void, P, usize, i32, i32, i32, P, P);
 
     #[inline(never)]
-    extern "C" fn ints3(a: i32, b: i64, c: i32) -> i64 {
+    pub extern "C" fn ints3(a: i32, b: i64, c: i32) -> i64 {
         i64::from(a).wrapping_mul(3) ^ b.wrapping_add(i64::from(c))
     }
 
     /// Reads the rank, the rank count, the communicator slot's address and the first and last
     /// byte of the id: the 128 bytes must really arrive.
     #[inline(never)]
-    extern "C" fn comm_init_rank(comm: *mut *mut c_void, nranks: i32, id: UniqueId, rank: i32) -> i32 {
+    pub extern "C" fn comm_init_rank(comm: *mut *mut c_void, nranks: i32, id: UniqueId, rank: i32) -> i32 {
         (comm as usize as i32)
             ^ nranks.wrapping_mul(31)
             ^ i32::from(id.internal[0])
@@ -54,7 +75,7 @@ mod x86_64_linux {
 
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    extern "C" fn reduce8(
+    pub extern "C" fn reduce8(
         send: *const c_void,
         recv: *mut c_void,
         count: usize,
@@ -71,7 +92,7 @@ mod x86_64_linux {
             ^ (root << 8)
     }
 
-    fn unique_id_type() -> Type {
+    pub fn unique_id_type() -> Type {
         Type::Aggregate(Aggregate::builder().array(Type::I8, 128).build().expect("ncclUniqueId lays out"))
     }
 
@@ -88,226 +109,462 @@ mod x86_64_linux {
         v as *mut c_void
     }
 
-    /// Calls through the trampoline; used both for the correctness check and the timed loop.
+    /// Calls through `CallPlan::call`, as a caller of the dynamic API does: a result buffer,
+    /// the `Result` checked.
     ///
     /// # Safety
     ///
-    /// `func` must have the C signature of `plan`, `args` and `ret` must match it (as for
-    /// [`CallPlan::call`]).
+    /// `func` must have the C signature of `plan`, `args` must match it.
     #[inline(always)]
-    unsafe fn through_plan<R: Default>(plan: &CallPlan, func: *const c_void, args: &[*const c_void]) -> R {
+    unsafe fn dynamic<R: Default>(plan: &CallPlan, func: *const c_void, args: &[*const c_void]) -> R {
         let mut out = R::default();
         // SAFETY: forwarded from this function's contract; `out` is an R, the result type.
         unsafe { plan.call(func, args, (&mut out as *mut R).cast()) }.expect("the plan calls");
         out
     }
 
-    fn bench_ints3(c: &mut Criterion) {
-        let sig = Signature::new(vec![Type::I32, Type::I64, Type::I32], Some(Type::I64)).expect("signature");
-        let plan = CallPlan::new(&sig).expect("plan");
-        let cif = Cif::new([FfiType::i32(), FfiType::i64(), FfiType::i32()], FfiType::i64());
-        let (a, b, x) = (-17i32, 0x1234_5678_9abc_i64, 99i32);
-
-        // The three paths must agree before any of them is timed.
-        let want = ints3(a, b, x);
-        // SAFETY: ints3 has the planned signature; the arguments are an i32, an i64, an i32.
-        let got = unsafe { through_plan::<i64>(&plan, ints3 as *const c_void, &[arg(&a), arg(&b), arg(&x)]) };
-        // SAFETY: the cif describes ints3; each Arg points to a value of its type.
-        let ffi: i64 =
-            unsafe { cif.call(CodePtr::from_ptr(ints3 as *const c_void), &[ffi_arg(&a), ffi_arg(&b), ffi_arg(&x)]) };
-        assert_eq!((got, ffi), (want, want));
-
-        let mut g = c.benchmark_group("call/ints3");
-        g.bench_function("direct", |bench| {
-            bench.iter(|| {
-                let f = black_box(ints3 as Ints3Fn);
-                f(black_box(a), black_box(b), black_box(x))
-            })
-        });
-        g.bench_function("trampoline", |bench| {
-            bench.iter(|| {
-                let f = black_box(ints3 as Ints3Fn) as *const c_void;
-                let (a, b, x) = (black_box(a), black_box(b), black_box(x));
-                // SAFETY: as in the check above.
-                unsafe { through_plan::<i64>(&plan, f, &[arg(&a), arg(&b), arg(&x)]) }
-            })
-        });
-        g.bench_function("libffi", |bench| {
-            bench.iter(|| {
-                let f = CodePtr::from_ptr(black_box(ints3 as Ints3Fn) as *const c_void);
-                let (a, b, x) = (black_box(a), black_box(b), black_box(x));
-                // SAFETY: as in the check above.
-                unsafe { cif.call::<i64>(f, &[ffi_arg(&a), ffi_arg(&b), ffi_arg(&x)]) }
-            })
-        });
-        g.finish();
+    pub struct Ints3 {
+        plan: CallPlan,
+        typed: TypedFn<(i32, i64, i32), i64>,
+        args: (i32, i64, i32),
     }
 
-    fn bench_comm_init_rank(c: &mut Criterion) {
-        let sig = Signature::new(vec![Type::Pointer, Type::I32, unique_id_type(), Type::I32], Some(Type::I32))
+    impl Ints3 {
+        pub fn new() -> Self {
+            let sig = Signature::new(vec![Type::I32, Type::I64, Type::I32], Some(Type::I64)).expect("signature");
+            let plan = CallPlan::new(&sig).expect("plan");
+            // SAFETY: ints3 has the plan's signature.
+            let typed = unsafe { plan.bind(ints3 as *const c_void) }.expect("bind");
+            let s = Ints3 { plan, typed, args: (-17, 0x1234_5678_9abc, 99) };
+            let want = s.direct();
+            assert_eq!((s.typed(), s.dynamic()), (want, want), "ints3: the paths disagree");
+            s
+        }
+        #[inline(always)]
+        pub fn direct(&self) -> i64 {
+            let f = black_box(ints3 as Ints3Fn);
+            let (a, b, c) = black_box(self.args);
+            f(a, b, c)
+        }
+        #[inline(always)]
+        pub fn typed(&self) -> i64 {
+            let (a, b, c) = black_box(self.args);
+            // SAFETY: ints3 takes any values.
+            unsafe { black_box(&self.typed).call((a, b, c)) }
+        }
+        #[inline(always)]
+        pub fn dynamic(&self) -> i64 {
+            let f = black_box(ints3 as Ints3Fn) as *const c_void;
+            let (a, b, c) = black_box(self.args);
+            // SAFETY: ints3 has the planned signature; the arguments are its types.
+            unsafe { dynamic::<i64>(&self.plan, f, &[arg(&a), arg(&b), arg(&c)]) }
+        }
+        pub fn code_paths(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+            (self.typed.code_path(), self.plan.code_path())
+        }
+    }
+
+    pub struct CommInitRank {
+        plan: CallPlan,
+        typed: TypedFn<CommInitRankArgs, i32>,
+        comm: *mut *mut c_void,
+        nranks: i32,
+        id: UniqueId,
+        rank: i32,
+    }
+
+    impl CommInitRank {
+        pub fn new() -> Self {
+            let sig = Signature::new(vec![Type::Pointer, Type::I32, unique_id_type(), Type::I32], Some(Type::I32))
+                .expect("signature");
+            let plan = CallPlan::new(&sig).expect("plan");
+            // SAFETY: comm_init_rank has the plan's signature.
+            let typed = unsafe { plan.bind(comm_init_rank as *const c_void) }.expect("bind");
+            let comm = fake_ptr(0x7f00_dead_b000).cast::<*mut c_void>();
+            let s = CommInitRank { plan, typed, comm, nranks: 8, id: sample_id(), rank: 5 };
+            let want = s.direct();
+            assert_eq!((s.typed(), s.dynamic()), (want, want), "comm_init_rank: the paths disagree");
+            s
+        }
+        #[inline(always)]
+        pub fn direct(&self) -> i32 {
+            let f = black_box(comm_init_rank as CommInitRankFn);
+            f(black_box(self.comm), black_box(self.nranks), *black_box(&self.id), black_box(self.rank))
+        }
+        #[inline(always)]
+        pub fn typed(&self) -> i32 {
+            let (comm, nranks, rank) = (black_box(self.comm), black_box(self.nranks), black_box(self.rank));
+            // SAFETY: comm_init_rank never dereferences anything.
+            unsafe { black_box(&self.typed).call((comm, nranks, *black_box(&self.id), rank)) }
+        }
+        #[inline(always)]
+        pub fn dynamic(&self) -> i32 {
+            let f = black_box(comm_init_rank as CommInitRankFn) as *const c_void;
+            let (comm, nranks, id, rank) =
+                (black_box(self.comm), black_box(self.nranks), black_box(&self.id), black_box(self.rank));
+            // SAFETY: comm_init_rank has the planned signature; `id` is a 128-byte UniqueId.
+            unsafe { dynamic::<i32>(&self.plan, f, &[arg(&comm), arg(&nranks), arg(id), arg(&rank)]) }
+        }
+        pub fn code_paths(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+            (self.typed.code_path(), self.plan.code_path())
+        }
+    }
+
+    pub struct Reduce8 {
+        plan: CallPlan,
+        typed: TypedFn<Reduce8Args, i32>,
+        args: Reduce8Args,
+    }
+
+    impl Reduce8 {
+        pub fn new() -> Self {
+            let p = Type::Pointer;
+            let sig = Signature::new(
+                vec![p.clone(), p.clone(), Type::U64, Type::I32, Type::I32, Type::I32, p.clone(), p],
+                Some(Type::I32),
+            )
             .expect("signature");
-        let plan = CallPlan::new(&sig).expect("plan");
-        let cif = Cif::new(
-            [FfiType::pointer(), FfiType::i32(), FfiType::structure(vec![FfiType::i8(); 128]), FfiType::i32()],
-            FfiType::i32(),
-        );
-        let comm = fake_ptr(0x7f00_dead_b000).cast::<*mut c_void>();
-        let (nranks, id, rank) = (8i32, sample_id(), 5i32);
+            let plan = CallPlan::new(&sig).expect("plan");
+            // SAFETY: reduce8 has the plan's signature.
+            let typed = unsafe { plan.bind(reduce8 as *const c_void) }.expect("bind");
+            let args = (
+                fake_ptr(0x7f00_1000_0000) as *const c_void,
+                fake_ptr(0x7f00_2000_0000),
+                1usize << 20,
+                7,
+                0,
+                3,
+                fake_ptr(0x5555_0000_1230),
+                fake_ptr(0x5555_0000_4560),
+            );
+            let s = Reduce8 { plan, typed, args };
+            let want = s.direct();
+            assert_eq!((s.typed(), s.dynamic()), (want, want), "reduce8: the paths disagree");
+            s
+        }
+        #[inline(always)]
+        pub fn direct(&self) -> i32 {
+            let f = black_box(reduce8 as Reduce8Fn);
+            let (s, r, n, t, o, root, c, st) = black_box(self.args);
+            f(s, r, n, t, o, root, c, st)
+        }
+        #[inline(always)]
+        pub fn typed(&self) -> i32 {
+            let args = black_box(self.args);
+            // SAFETY: reduce8 never dereferences anything.
+            unsafe { black_box(&self.typed).call(args) }
+        }
+        #[inline(always)]
+        pub fn dynamic(&self) -> i32 {
+            let f = black_box(reduce8 as Reduce8Fn) as *const c_void;
+            let (s, r, n, t, o, root, c, st) = black_box(self.args);
+            let args = [arg(&s), arg(&r), arg(&n), arg(&t), arg(&o), arg(&root), arg(&c), arg(&st)];
+            // SAFETY: reduce8 has the planned signature; each argument has its planned type.
+            unsafe { dynamic::<i32>(&self.plan, f, &args) }
+        }
+        pub fn code_paths(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+            (self.typed.code_path(), self.plan.code_path())
+        }
+    }
+}
 
-        let want = comm_init_rank(comm, nranks, id, rank);
-        // SAFETY: comm_init_rank has the planned signature; `id` is a 128-byte UniqueId.
-        let got = unsafe {
-            through_plan::<i32>(
-                &plan,
-                comm_init_rank as *const c_void,
-                &[arg(&comm), arg(&nranks), arg(&id), arg(&rank)],
-            )
-        };
-        // libffi widens integer results narrower than a register to a whole `ffi_arg` and
-        // writes all 8 bytes: the result buffer must be a u64/i64, then truncated.
-        // SAFETY: the cif describes comm_init_rank; each Arg points to a value of its type.
-        let ffi = unsafe {
-            cif.call::<i64>(
-                CodePtr::from_ptr(comm_init_rank as *const c_void),
-                &[ffi_arg(&comm), ffi_arg(&nranks), ffi_arg(&id), ffi_arg(&rank)],
-            )
-        } as i32;
-        assert_eq!((got, ffi), (want, want));
+/// libffi, the point of comparison (x86-64 only, see Cargo.toml).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod ffi {
+    use core::ffi::c_void;
+    use std::hint::black_box;
 
-        let mut g = c.benchmark_group("call/comm_init_rank");
-        g.bench_function("direct", |bench| {
-            bench.iter(|| {
-                let f = black_box(comm_init_rank as CommInitRankFn);
-                f(black_box(comm), black_box(nranks), black_box(id), black_box(rank))
-            })
-        });
-        g.bench_function("trampoline", |bench| {
-            bench.iter(|| {
-                let f = black_box(comm_init_rank as CommInitRankFn) as *const c_void;
-                let (comm, nranks, id, rank) = (black_box(comm), black_box(nranks), black_box(&id), black_box(rank));
-                // SAFETY: as in the check above.
-                unsafe { through_plan::<i32>(&plan, f, &[arg(&comm), arg(&nranks), arg(id), arg(&rank)]) }
-            })
-        });
-        g.bench_function("libffi", |bench| {
-            bench.iter(|| {
-                let f = CodePtr::from_ptr(black_box(comm_init_rank as CommInitRankFn) as *const c_void);
-                let (comm, nranks, id, rank) = (black_box(comm), black_box(nranks), black_box(&id), black_box(rank));
-                // SAFETY: as in the check above (i64 result buffer: see there).
-                let r: i64 = unsafe { cif.call(f, &[ffi_arg(&comm), ffi_arg(&nranks), ffi_arg(id), ffi_arg(&rank)]) };
-                r as i32
-            })
-        });
-        g.finish();
+    use libffi::middle::{arg as ffi_arg, Cif, CodePtr, Type as FfiType};
+
+    use crate::shapes::*;
+
+    pub struct Ffi {
+        ints3: Cif,
+        comm_init_rank: Cif,
+        reduce8: Cif,
     }
 
-    fn bench_reduce8(c: &mut Criterion) {
-        let p = Type::Pointer;
-        let sig = Signature::new(
-            vec![p.clone(), p.clone(), Type::U64, Type::I32, Type::I32, Type::I32, p.clone(), p],
-            Some(Type::I32),
-        )
-        .expect("signature");
-        let plan = CallPlan::new(&sig).expect("plan");
-        let fp = FfiType::pointer;
-        let cif = Cif::new(
-            [fp(), fp(), FfiType::usize(), FfiType::i32(), FfiType::i32(), FfiType::i32(), fp(), fp()],
-            FfiType::i32(),
-        );
-        let send = fake_ptr(0x7f00_1000_0000) as *const c_void;
-        let recv = fake_ptr(0x7f00_2000_0000);
-        let (count, datatype, op, root) = (1usize << 20, 7i32, 0i32, 3i32);
-        let comm = fake_ptr(0x5555_0000_1230);
-        let stream = fake_ptr(0x5555_0000_4560);
-
-        let want = reduce8(send, recv, count, datatype, op, root, comm, stream);
-        let args =
-            [arg(&send), arg(&recv), arg(&count), arg(&datatype), arg(&op), arg(&root), arg(&comm), arg(&stream)];
-        // SAFETY: reduce8 has the planned signature; each argument has its planned type.
-        let got = unsafe { through_plan::<i32>(&plan, reduce8 as *const c_void, &args) };
-        // SAFETY: the cif describes reduce8; i64 result buffer as for comm_init_rank.
-        let ffi = unsafe {
-            cif.call::<i64>(
-                CodePtr::from_ptr(reduce8 as *const c_void),
-                &[
-                    ffi_arg(&send),
-                    ffi_arg(&recv),
-                    ffi_arg(&count),
-                    ffi_arg(&datatype),
-                    ffi_arg(&op),
-                    ffi_arg(&root),
-                    ffi_arg(&comm),
-                    ffi_arg(&stream),
-                ],
-            )
-        } as i32;
-        assert_eq!((got, ffi), (want, want));
-
-        let mut g = c.benchmark_group("call/reduce8");
-        g.bench_function("direct", |bench| {
-            bench.iter(|| {
-                let f = black_box(reduce8 as Reduce8Fn);
-                f(
-                    black_box(send),
-                    black_box(recv),
-                    black_box(count),
-                    black_box(datatype),
-                    black_box(op),
-                    black_box(root),
-                    black_box(comm),
-                    black_box(stream),
-                )
-            })
-        });
-        g.bench_function("trampoline", |bench| {
-            bench.iter(|| {
-                let f = black_box(reduce8 as Reduce8Fn) as *const c_void;
-                let (send, recv, count) = (black_box(send), black_box(recv), black_box(count));
-                let (datatype, op, root) = (black_box(datatype), black_box(op), black_box(root));
-                let (comm, stream) = (black_box(comm), black_box(stream));
-                let args = [
-                    arg(&send),
-                    arg(&recv),
-                    arg(&count),
-                    arg(&datatype),
-                    arg(&op),
-                    arg(&root),
-                    arg(&comm),
-                    arg(&stream),
-                ];
-                // SAFETY: as in the check above.
-                unsafe { through_plan::<i32>(&plan, f, &args) }
-            })
-        });
-        g.bench_function("libffi", |bench| {
-            bench.iter(|| {
-                let f = CodePtr::from_ptr(black_box(reduce8 as Reduce8Fn) as *const c_void);
-                let (send, recv, count) = (black_box(send), black_box(recv), black_box(count));
-                let (datatype, op, root) = (black_box(datatype), black_box(op), black_box(root));
-                let (comm, stream) = (black_box(comm), black_box(stream));
-                let args = [
-                    ffi_arg(&send),
-                    ffi_arg(&recv),
-                    ffi_arg(&count),
-                    ffi_arg(&datatype),
-                    ffi_arg(&op),
-                    ffi_arg(&root),
-                    ffi_arg(&comm),
-                    ffi_arg(&stream),
-                ];
-                // SAFETY: as in the check above.
-                let r: i64 = unsafe { cif.call(f, &args) };
-                r as i32
-            })
-        });
-        g.finish();
+    impl Ffi {
+        pub fn new() -> Self {
+            let fp = FfiType::pointer;
+            let ffi = Ffi {
+                ints3: Cif::new([FfiType::i32(), FfiType::i64(), FfiType::i32()], FfiType::i64()),
+                comm_init_rank: Cif::new(
+                    [fp(), FfiType::i32(), FfiType::structure(vec![FfiType::i8(); 128]), FfiType::i32()],
+                    FfiType::i32(),
+                ),
+                reduce8: Cif::new(
+                    [fp(), fp(), FfiType::usize(), FfiType::i32(), FfiType::i32(), FfiType::i32(), fp(), fp()],
+                    FfiType::i32(),
+                ),
+            };
+            assert_eq!(ffi.ints3(), ints3(-17, 0x1234_5678_9abc, 99), "libffi ints3");
+            ffi
+        }
+        #[inline(always)]
+        pub fn ints3(&self) -> i64 {
+            let f = CodePtr::from_ptr(black_box(ints3 as Ints3Fn) as *const c_void);
+            let (a, b, x) = (black_box(-17i32), black_box(0x1234_5678_9abci64), black_box(99i32));
+            // SAFETY: the cif describes ints3; each Arg points to a value of its type.
+            unsafe { self.ints3.call::<i64>(f, &[ffi_arg(&a), ffi_arg(&b), ffi_arg(&x)]) }
+        }
+        /// libffi widens integer results narrower than a register to a whole `ffi_arg` and
+        /// writes all 8 bytes: the result buffer must be an i64, then truncated.
+        #[inline(always)]
+        pub fn comm_init_rank(&self, s: &CommInitRank) -> i32 {
+            let _ = s;
+            let f = CodePtr::from_ptr(black_box(comm_init_rank as CommInitRankFn) as *const c_void);
+            let id = black_box(&ID);
+            let (comm, nranks, rank) =
+                (black_box(0x7f00_dead_b000usize as *mut *mut c_void), black_box(8i32), black_box(5i32));
+            // SAFETY: the cif describes comm_init_rank; each Arg points to a value of its type.
+            let r: i64 = unsafe {
+                self.comm_init_rank.call(f, &[ffi_arg(&comm), ffi_arg(&nranks), ffi_arg(id), ffi_arg(&rank)])
+            };
+            r as i32
+        }
+        #[inline(always)]
+        pub fn reduce8(&self) -> i32 {
+            let f = CodePtr::from_ptr(black_box(reduce8 as Reduce8Fn) as *const c_void);
+            let (send, recv, count) = (
+                black_box(0x7f00_1000_0000usize as *const c_void),
+                black_box(0x7f00_2000_0000usize as *mut c_void),
+                black_box(1usize << 20),
+            );
+            let (datatype, op, root) = (black_box(7i32), black_box(0i32), black_box(3i32));
+            let (comm, stream) =
+                (black_box(0x5555_0000_1230usize as *mut c_void), black_box(0x5555_0000_4560usize as *mut c_void));
+            let args = [
+                ffi_arg(&send),
+                ffi_arg(&recv),
+                ffi_arg(&count),
+                ffi_arg(&datatype),
+                ffi_arg(&op),
+                ffi_arg(&root),
+                ffi_arg(&comm),
+                ffi_arg(&stream),
+            ];
+            // SAFETY: the cif describes reduce8; each Arg points to a value of its type.
+            let r: i64 = unsafe { self.reduce8.call(f, &args) };
+            r as i32
+        }
     }
 
-    criterion_group!(benches, bench_ints3, bench_comm_init_rank, bench_reduce8);
+    /// The same id bytes as the other variants' (`sample_id`).
+    pub static ID: [i8; 128] = {
+        let mut id = [0i8; 128];
+        let mut k = 0;
+        while k < 128 {
+            id[k] = (k as i8).wrapping_mul(7).wrapping_add(1);
+            k += 1;
+        }
+        id
+    };
+}
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod harness {
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    use crate::shapes::*;
+
+    /// One timed variant: runs `n` iterations.
+    pub type Run<'a> = Box<dyn Fn(u64) + 'a>;
+
+    #[inline(never)]
+    fn repeat<R>(n: u64, f: impl Fn() -> R) {
+        for _ in 0..n {
+            black_box(f());
+        }
+    }
+
+    pub struct Shapes {
+        pub ints3: Ints3,
+        pub comm_init_rank: CommInitRank,
+        pub reduce8: Reduce8,
+        #[cfg(target_arch = "x86_64")]
+        pub ffi: crate::ffi::Ffi,
+    }
+
+    impl Shapes {
+        pub fn new() -> Self {
+            Shapes {
+                ints3: Ints3::new(),
+                comm_init_rank: CommInitRank::new(),
+                reduce8: Reduce8::new(),
+                #[cfg(target_arch = "x86_64")]
+                ffi: crate::ffi::Ffi::new(),
+            }
+        }
+
+        /// Every (shape, [(variant, run)]) in order; `direct` first.
+        pub fn table(&self) -> Vec<(&'static str, Vec<(&'static str, Run<'_>)>)> {
+            let mut ints3: Vec<(&str, Run)> = vec![
+                ("direct", Box::new(|n| repeat(n, || self.ints3.direct()))),
+                ("typed", Box::new(|n| repeat(n, || self.ints3.typed()))),
+                ("dynamic", Box::new(|n| repeat(n, || self.ints3.dynamic()))),
+            ];
+            let mut comm: Vec<(&str, Run)> = vec![
+                ("direct", Box::new(|n| repeat(n, || self.comm_init_rank.direct()))),
+                ("typed", Box::new(|n| repeat(n, || self.comm_init_rank.typed()))),
+                ("dynamic", Box::new(|n| repeat(n, || self.comm_init_rank.dynamic()))),
+            ];
+            let mut reduce: Vec<(&str, Run)> = vec![
+                ("direct", Box::new(|n| repeat(n, || self.reduce8.direct()))),
+                ("typed", Box::new(|n| repeat(n, || self.reduce8.typed()))),
+                ("dynamic", Box::new(|n| repeat(n, || self.reduce8.dynamic()))),
+            ];
+            #[cfg(target_arch = "x86_64")]
+            {
+                ints3.push(("libffi", Box::new(|n| repeat(n, || self.ffi.ints3()))));
+                comm.push(("libffi", Box::new(|n| repeat(n, || self.ffi.comm_init_rank(&self.comm_init_rank)))));
+                reduce.push(("libffi", Box::new(|n| repeat(n, || self.ffi.reduce8()))));
+            }
+            vec![("ints3", ints3), ("comm_init_rank", comm), ("reduce8", reduce)]
+        }
+    }
+
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(|a, b| a.total_cmp(b));
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+
+    /// Nanoseconds per iteration of `run`, over about `ms` milliseconds (calibrated first).
+    fn time(run: &Run<'_>, ms: u64) -> f64 {
+        let mut n = 1000u64;
+        loop {
+            let t = Instant::now();
+            run(n);
+            let e = t.elapsed();
+            if e.as_millis() >= 20 {
+                let n = (n as f64 * ms as f64 / e.as_secs_f64() / 1000.0).max(1.0) as u64;
+                let t = Instant::now();
+                run(n);
+                return t.elapsed().as_secs_f64() * 1e9 / n as f64;
+            }
+            n *= 4;
+        }
+    }
+
+    pub fn paired(rounds: usize, ms: u64) {
+        let shapes = Shapes::new();
+        println!("code paths (typed / dynamic):");
+        println!("  ints3: {:?}", shapes.ints3.code_paths());
+        println!("  comm_init_rank: {:?}", shapes.comm_init_rank.code_paths());
+        println!("  reduce8: {:?}", shapes.reduce8.code_paths());
+        let table = shapes.table();
+        let mut ratios: Vec<Vec<Vec<f64>>> = table.iter().map(|(_, v)| vec![Vec::new(); v.len()]).collect();
+        let mut times: Vec<Vec<Vec<f64>>> = ratios.clone();
+        for round in 0..rounds {
+            for (s, (shape, variants)) in table.iter().enumerate() {
+                // Every variant once, in an order rotated by the round; `direct` is timed in
+                // the same round as the others, and its time divides theirs.
+                let k = variants.len();
+                let mut ns = vec![0.0; k];
+                for j in 0..k {
+                    let v = (j + round) % k;
+                    ns[v] = time(&variants[v].1, ms);
+                }
+                let line: Vec<String> = variants
+                    .iter()
+                    .enumerate()
+                    .map(|(v, (name, _))| format!("{name} {:.2} ns ({:.2}x)", ns[v], ns[v] / ns[0]))
+                    .collect();
+                println!("round {} {shape}: {}", round + 1, line.join(", "));
+                for v in 0..k {
+                    ratios[s][v].push(ns[v] / ns[0]);
+                    times[s][v].push(ns[v]);
+                }
+            }
+        }
+        println!("\nmedian over {rounds} rounds (ratio to direct, from the per-round ratios):");
+        for (s, (shape, variants)) in table.iter().enumerate() {
+            let line: Vec<String> = variants
+                .iter()
+                .enumerate()
+                .map(|(v, (name, _))| {
+                    let r = &ratios[s][v];
+                    let (lo, hi) = (r.iter().cloned().fold(f64::MAX, f64::min), r.iter().cloned().fold(0.0, f64::max));
+                    format!("{name} {:.2} ns {:.2}x [{lo:.2}-{hi:.2}]", median(times[s][v].clone()), median(r.clone()))
+                })
+                .collect();
+            println!("{shape}: {}", line.join(", "));
+            #[cfg(target_arch = "x86_64")]
+            {
+                let med = |v: usize| median(ratios[s][v].clone());
+                let (typed, dynamic, ffi) = (med(1), med(2), med(3));
+                println!("{shape}: libffi / typed {:.2}x, libffi / dynamic {:.2}x", ffi / typed, ffi / dynamic);
+            }
+        }
+    }
+
+    pub fn count(shape: &str, variant: &str, iterations: u64) {
+        let shapes = Shapes::new();
+        let table = shapes.table();
+        let run = table
+            .iter()
+            .find(|(s, _)| *s == shape)
+            .and_then(|(_, v)| v.iter().find(|(n, _)| *n == variant))
+            .unwrap_or_else(|| panic!("no variant {variant} of shape {shape}"));
+        (run.1)(iterations);
+    }
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-criterion::criterion_main!(x86_64_linux::benches);
+mod criterion_benches {
+    use criterion::Criterion;
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    use crate::harness::Shapes;
+
+    pub fn run() {
+        let shapes = Shapes::new();
+        let mut c = Criterion::default().configure_from_args();
+        for (shape, variants) in shapes.table() {
+            let mut g = c.benchmark_group(format!("call/{shape}"));
+            for (name, run) in &variants {
+                g.bench_function(*name, |b| {
+                    b.iter_custom(|n| {
+                        let t = std::time::Instant::now();
+                        run(n);
+                        t.elapsed()
+                    })
+                });
+            }
+            g.finish();
+        }
+        c.final_summary();
+    }
+}
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("paired") => {
+            let rounds = args.get(1).map_or(7, |r| r.parse().expect("ROUNDS"));
+            let ms = args.get(2).map_or(300, |m| m.parse().expect("MILLISECONDS"));
+            harness::paired(rounds, ms);
+        }
+        Some("count") => {
+            let [_, shape, variant, n] = &args[..] else {
+                panic!("usage: count SHAPE VARIANT ITERATIONS");
+            };
+            harness::count(shape, variant, n.parse().expect("ITERATIONS"));
+        }
+        _ => {
+            #[cfg(target_arch = "x86_64")]
+            criterion_benches::run();
+            #[cfg(not(target_arch = "x86_64"))]
+            eprintln!("criterion runs on x86-64 only; use `paired` or `count`");
+        }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 fn main() {}
