@@ -84,8 +84,13 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("copy", vec![&["sse", "avx", "avx512vl"]]),
                 ("retaddr", vec![]),
                 ("enter", vec![]),
-                ("resi", vec![&["rax", "rdx"], LENS]),
+                // A multi-piece result: %rax holds 4 (after an SSE eightbyte, align-4 structs)
+                // or 8 bytes, %rdx 1 to 8; one-piece results use donei / donev.
+                ("resa", vec![&["4", "8"]]),
+                ("resd", vec![LENS]),
                 ("resv", vec![&["xmm0", "xmm1"], FLOAT_LENS]),
+                ("donei", vec![LENS]),
+                ("donev", vec![FLOAT_LENS]),
                 ("return", vec![]),
                 ("done", vec![]),
             ],
@@ -111,8 +116,13 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("stkcaddr", vec![]),
                 ("x8", vec![]),
                 ("enter", vec![]),
-                ("resi", vec![&["x0", "x1"], LENS]),
+                // A multi-piece result in x0:x1: x0 holds 8 bytes, x1 1 to 8; one-piece
+                // results use donei / donev.
+                ("resa", vec![&["8"]]),
+                ("resd", vec![LENS]),
                 ("resv", vec![&["v0", "v1", "v2", "v3"], FLOAT_LENS]),
+                ("donei", vec![LENS]),
+                ("donev", vec![FLOAT_LENS]),
                 ("return", vec![]),
                 ("done", vec![]),
             ],

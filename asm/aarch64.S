@@ -74,21 +74,22 @@ TABLE_BEGIN
     .endif
 .endm
 
-/* sp -= x9 bytes (a multiple of 16), touching every page on the way down (guard pages). */
-.macro ALLOCA
+/* sp -= x9 bytes (a multiple of 16), touching every page on the way down (guard pages):
+ * ALLOCA the fast path, ALLOCA_PROBE the cold loop after the entry's last instruction. */
+.macro ALLOCA probe
     cmp     x9, #PROBE_PAGE
-    b.hi    .Lprobe\@
-.Lsmall\@:
+    b.hi    \probe
     sub     sp, sp, x9
-    b       .Lallocated\@
-.Lprobe\@:
+.endm
+.macro ALLOCA_PROBE probe, back
+\probe:
     sub     sp, sp, #PROBE_PAGE
     str     xzr, [sp]
     sub     x9, x9, #PROBE_PAGE
     cmp     x9, #PROBE_PAGE
-    b.hi    .Lprobe\@
-    b       .Lsmall\@
-.Lallocated\@:
+    b.hi    \probe
+    sub     sp, sp, x9
+    b       \back
 .endm
 
 /* --------------------------------------------------------------------------------------------
@@ -406,12 +407,11 @@ HANDLER_START(nt_enter)
     ldr     x9, [x11]
     br      x9
 HANDLER_END(nt_enter)
-TABLE_CHECK(H_RESI)
+TABLE_CHECK(H_RESA)
 
-/* resi_x<r>_<len>: the low `len` bytes of x0 or x1 to the result buffer (6.9: composites of
- * at most 16 bytes come back in x0, x1).   OP_A = byte offset in the result. */
-.macro DEF_RESI r, len
-HANDLER_START(nt_resi_x\r\()_\len)
+/* resa_<len> / resd_<len>: the low `len` bytes of x0 / x1 to the result buffer, for a
+ * composite of at most 16 bytes returned in x0:x1 (6.9).   OP_A = byte offset in the result. */
+.macro STORE_BYTES r, len
     ldr     x12, [x11, #OP_A]
     add     x12, x10, x12
     .if \len == 1
@@ -439,13 +439,19 @@ HANDLER_START(nt_resi_x\r\()_\len)
     .endif
     .endif
     .endif
-    NEXT
-HANDLER_END(nt_resi_x\r\()_\len)
 .endm
-.irp r, 0, 1
-.irp len, L_LENS
-    DEF_RESI \r, \len
+.macro DEF_RES family, r, len
+HANDLER_START(nt_\family\()_\len)
+    STORE_BYTES \r, \len
+    NEXT
+HANDLER_END(nt_\family\()_\len)
+.endm
+.irp len, L_RESA_0
+    DEF_RES resa, 0, \len
 .endr
+TABLE_CHECK(H_RESD)
+.irp len, L_LENS
+    DEF_RES resd, 1, \len
 .endr
 TABLE_CHECK(H_RESV)
 
@@ -467,7 +473,7 @@ HANDLER_END(nt_resv_v\r\()_\len)
     DEF_RESV \r, \len
 .endr
 .endr
-TABLE_CHECK(H_RETURN)
+TABLE_CHECK(H_DONEI)
 
 /* Leaves a walk's frame: sp back to the frame record, x29/x30 restored, x30 authenticated
  * with the sp it was signed with. */
@@ -484,6 +490,35 @@ TABLE_CHECK(H_RETURN)
     ret
     .cfi_restore_state
 .endm
+
+/* donei_<len> / donev_<len>: a one-piece result at offset 0 (x0, or s0 / d0) stored, then
+ * `done`, in one op. */
+.macro DEF_DONEI len
+HANDLER_START(nt_donei_\len)
+    STORE_BYTES 0, \len
+    mov     w0, #STATUS_OK
+    LEAVE_FRAME
+HANDLER_END(nt_donei_\len)
+.endm
+.irp len, L_LENS
+    DEF_DONEI \len
+.endr
+TABLE_CHECK(H_DONEV)
+.macro DEF_DONEV len
+HANDLER_START(nt_donev_\len)
+    .ifc \len, 4
+    str     s0, [x10]
+    .else
+    str     d0, [x10]
+    .endif
+    mov     w0, #STATUS_OK
+    LEAVE_FRAME
+HANDLER_END(nt_donev_\len)
+.endm
+.irp len, L_FLOAT_LENS
+    DEF_DONEV \len
+.endr
+TABLE_CHECK(H_RETURN)
 
 /* return: ends a typed framed walk, x0:x1 and v0..v3 untouched. */
 HANDLER_START(nt_return)
@@ -527,34 +562,45 @@ ENTRY_END(nt_walk_tail)
 ENTRY_START(nt_walk_framed)
     ENTER_FRAME
     ldr     x9, [x2, #HDR_FRAME]
-    ALLOCA
+    ALLOCA  .Lframed_probe
+.Lframed_allocated:
     mov     x10, x0
     mov     x16, x1
     add     x11, x2, #HDR_OPS
     ldr     x9, [x11]
     br      x9
+    ALLOCA_PROBE .Lframed_probe, .Lframed_allocated
 ENTRY_END(nt_walk_framed)
 
 /* walk_checked(argv = x0, ret = x1, func = x2, program = x3) -> status: argv[0..HDR_ARGC]
  * null-checked first, then the frame with the result buffer saved. */
 ENTRY_START(nt_walk_checked)
+    /* argv[argc-1] down to argv[0], two a step (an odd one first). */
     ldr     x9, [x3, #HDR_ARGC]
-    cbz     x9, 2f
-1:  sub     x9, x9, #1
+    tbz     x9, #0, 1f
+    sub     x9, x9, #1
     ldr     x12, [x0, x9, lsl #3]
     cbz     x12, 3f
-    cbnz    x9, 1b
+1:  cbz     x9, 2f
+4:  sub     x9, x9, #2
+    add     x13, x0, x9, lsl #3
+    ldp     x12, x13, [x13]
+    cbz     x12, 3f
+    cbz     x13, 3f
+    cbnz    x9, 4b
 2:
     .cfi_remember_state
     ENTER_FRAME
     str     x1, [x29, #SLOT_RET]
     ldr     x9, [x3, #HDR_FRAME]
-    ALLOCA
+    ALLOCA  .Lchecked_probe
+.Lchecked_allocated:
     mov     x10, x0
     mov     x16, x2
     add     x11, x3, #HDR_OPS
     ldr     x9, [x11]
     br      x9
+    ALLOCA_PROBE .Lchecked_probe, .Lchecked_allocated
     .cfi_restore_state
 3:  mov     w0, #STATUS_NULL_ARGUMENT
     ret

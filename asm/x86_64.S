@@ -111,21 +111,23 @@ TABLE_BEGIN
 .endm
 
 /* Stack frames larger than a page are touched a page at a time on the way down, so that a
- * guard page below the stack is hit, never jumped over. %rax = bytes (a multiple of 16). */
-.macro ALLOCA
+ * guard page below the stack is hit, never jumped over. %rax = bytes (a multiple of 16).
+ * ALLOCA is the fast path (falls through); ALLOCA_PROBE, placed after the entry's last
+ * instruction, the cold loop, which returns to `back`. */
+.macro ALLOCA probe
     cmp     $PROBE_PAGE, %rax
-    ja      .Lprobe\@
-.Lsmall\@:
+    ja      \probe
     sub     %rax, %rsp
-    jmp     .Lallocated\@
-.Lprobe\@:
+.endm
+.macro ALLOCA_PROBE probe, back
+\probe:
     sub     $PROBE_PAGE, %rsp
     orq     $0, (%rsp)
     sub     $PROBE_PAGE, %rax
     cmp     $PROBE_PAGE, %rax
-    ja      .Lprobe\@
-    jmp     .Lsmall\@
-.Lallocated\@:
+    ja      \probe
+    sub     %rax, %rsp
+    jmp     \back
 .endm
 
 /* --------------------------------------------------------------------------------------------
@@ -536,13 +538,13 @@ HANDLER_START(nt_enter)
     mov     SLOT_RET(%rbp), %r10
     jmp     *(%r11)
 HANDLER_END(nt_enter)
-TABLE_CHECK(H_RESI)
+TABLE_CHECK(H_RESA)
 
-/* resi_<reg>_<len>: the low `len` bytes of %rax or %rdx to the result buffer (psABI 3.2.3,
- * "Returning of Values": INTEGER eightbytes come back in %rax, then %rdx). Writes exactly the
- * piece's bytes.   OP_A = byte offset in the result.   In: %r10 = the result buffer. */
-.macro DEF_RESI reg, len
-HANDLER_START(nt_resi_\reg\()_\len)
+/* resa_<len> / resd_<len>: the low `len` bytes of %rax / %rdx to the result buffer (psABI
+ * 3.2.3, "Returning of Values": INTEGER eightbytes come back in %rax, then %rdx), for results
+ * of two pieces; writes exactly the piece's bytes.   OP_A = byte offset in the result.
+ * In: %r10 = the result buffer. */
+.macro STORE_BYTES reg, len
     mov     OP_A(%r11), %rcx
     add     %r10, %rcx
     mov     %\reg, %rsi
@@ -571,13 +573,19 @@ HANDLER_START(nt_resi_\reg\()_\len)
     .endif
     .endif
     .endif
-    NEXT
-HANDLER_END(nt_resi_\reg\()_\len)
 .endm
-.irp reg, L_RESI_0
-.irp len, L_LENS
-    DEF_RESI  \reg, \len
+.macro DEF_RES family, reg, len
+HANDLER_START(nt_\family\()_\len)
+    STORE_BYTES \reg, \len
+    NEXT
+HANDLER_END(nt_\family\()_\len)
+.endm
+.irp len, L_RESA_0
+    DEF_RES resa, rax, \len
 .endr
+TABLE_CHECK(H_RESD)
+.irp len, L_LENS
+    DEF_RES resd, rdx, \len
 .endr
 TABLE_CHECK(H_RESV)
 
@@ -599,28 +607,58 @@ HANDLER_END(nt_resv_\xmm\()_\len)
     DEF_RESV  \xmm, \len
 .endr
 .endr
-TABLE_CHECK(H_RETURN)
+TABLE_CHECK(H_DONEI)
 
-/* return: ends a typed framed walk, the function's result registers untouched. */
-HANDLER_START(nt_return)
+/* Leaves a walk's frame and returns (the CFI follows the epilogue, then the region's state
+ * is restored for the code after it). */
+.macro LEAVE_FRAME
     .cfi_remember_state
     leave
     .cfi_def_cfa %rsp, 8
     .cfi_restore %rbp
     ret
     .cfi_restore_state
+.endm
+
+/* donei_<len> / donev_<len>: a result of one piece at offset 0 (every scalar result: an
+ * integer or pointer in %rax, a float or double in %xmm0) stored, then `done`, in one op. */
+.macro DEF_DONEI len
+HANDLER_START(nt_donei_\len)
+    STORE_BYTES rax, \len
+    xor     %eax, %eax
+    LEAVE_FRAME
+HANDLER_END(nt_donei_\len)
+.endm
+.irp len, L_LENS
+    DEF_DONEI \len
+.endr
+TABLE_CHECK(H_DONEV)
+.macro DEF_DONEV len
+HANDLER_START(nt_donev_\len)
+    .ifc \len, 4
+    movd    %xmm0, (%r10)
+    .else
+    movq    %xmm0, (%r10)
+    .endif
+    xor     %eax, %eax
+    LEAVE_FRAME
+HANDLER_END(nt_donev_\len)
+.endm
+.irp len, L_FLOAT_LENS
+    DEF_DONEV \len
+.endr
+TABLE_CHECK(H_RETURN)
+
+/* return: ends a typed framed walk, the function's result registers untouched. */
+HANDLER_START(nt_return)
+    LEAVE_FRAME
 HANDLER_END(nt_return)
 TABLE_CHECK(H_DONE)
 
 /* done: ends a checked walk: STATUS_OK. */
 HANDLER_START(nt_done)
     xor     %eax, %eax
-    .cfi_remember_state
-    leave
-    .cfi_def_cfa %rsp, 8
-    .cfi_restore %rbp
-    ret
-    .cfi_restore_state
+    LEAVE_FRAME
 HANDLER_END(nt_done)
 REGION_END
 TABLE_CHECK(T_WALK)
@@ -652,24 +690,36 @@ ENTRY_START(nt_walk_framed)
     sub     $FRAME_SLOTS, %rsp
     mov     %rsi, SLOT_FUNC(%rbp)
     mov     HDR_FRAME(%rdx), %rax
-    ALLOCA
+    ALLOCA  .Lframed_probe
+.Lframed_allocated:
     mov     %rdi, %r10
     lea     HDR_OPS(%rdx), %r11
     jmp     *(%r11)
+    ALLOCA_PROBE .Lframed_probe, .Lframed_allocated
 ENTRY_END(nt_walk_framed)
 
 /* walk_checked(argv = rdi, ret = rsi, func = rdx, program = rcx) -> status: any signature,
  * for CallPlan::call. First argv[0..HDR_ARGC] is checked for null pointers (nothing is
  * called if one is); then the same frame as walk_framed, with the result buffer saved, and
- * the program's result ops store the result registers at ret before `done`. */
+ * the program's result ops store the result registers at ret before `done` (or one fused
+ * donei / donev op for a scalar result). */
 ENTRY_START(nt_walk_checked)
+    /* argv[argc-1] down to argv[0], two a step (an odd one first). */
     mov     HDR_ARGC(%rcx), %rax
-    jmp     2f
-1:  cmpq    $0, -8(%rdi,%rax,8)
+    test    $1, %al
+    jz      2f
+    cmpq    $0, -8(%rdi,%rax,8)
     je      3f
     dec     %rax
 2:  test    %rax, %rax
+    jz      4f
+1:  cmpq    $0, -8(%rdi,%rax,8)
+    je      3f
+    cmpq    $0, -16(%rdi,%rax,8)
+    je      3f
+    sub     $2, %rax
     jnz     1b
+4:
     .cfi_remember_state
     push    %rbp
     .cfi_def_cfa_offset 16
@@ -680,10 +730,12 @@ ENTRY_START(nt_walk_checked)
     mov     %rdx, SLOT_FUNC(%rbp)
     mov     %rsi, SLOT_RET(%rbp)
     mov     HDR_FRAME(%rcx), %rax
-    ALLOCA
+    ALLOCA  .Lchecked_probe
+.Lchecked_allocated:
     mov     %rdi, %r10
     lea     HDR_OPS(%rcx), %r11
     jmp     *(%r11)
+    ALLOCA_PROBE .Lchecked_probe, .Lchecked_allocated
     .cfi_restore_state
 3:  mov     $STATUS_NULL_ARGUMENT, %eax
     ret

@@ -11,17 +11,20 @@
 //! argument-pointer array built per call, its `Result` checked) and `libffi` (`Cif::call`,
 //! x86-64 only). The callees do a little work depending on every argument; all inputs go
 //! through `black_box`, so nothing can be folded away. Plans, bindings and `Cif`s are made
-//! once, outside the timed loops.
+//! once, outside the timed loops, and reached through `black_box` in every iteration, as the
+//! `direct` variant reaches its function pointer: each call loads what it needs from memory,
+//! as a call site in a library does (nothing is hoisted out of the loop).
 //!
 //! Three ways to run it (results and goals: `docs/perf.md`):
 //!
 //! - `cargo bench --bench call_overhead -- --warm-up-time 1 --measurement-time 3` (criterion,
 //!   x86-64 only);
-//! - `<bench binary> paired [ROUNDS] [MILLISECONDS]`: ROUNDS (default 7) interleaved rounds;
-//!   in each round every variant of a shape runs for about MILLISECONDS (default 300), in an
-//!   order that rotates from round to round, and its time is divided by the `direct` time of
-//!   the same round. Prints every round and the median ratio per variant: paired, so drift in
-//!   the machine's speed cancels out;
+//! - `<bench binary> paired [ROUNDS] [MILLISECONDS]`: ROUNDS (default 7) rounds; in each round
+//!   every variant of every shape runs for about MILLISECONDS (default 160) in 8 chunks that
+//!   alternate with chunks of `direct` (the variants in an order that rotates from round to
+//!   round), and its time is divided by the `direct` time of those same chunks. Prints every
+//!   round and the median of the per-round ratios per variant: paired and interleaved, so
+//!   drift in the machine's speed cancels out;
 //! - `<bench binary> count SHAPE VARIANT ITERATIONS`: runs exactly ITERATIONS calls and exits,
 //!   for instruction counters (callgrind, qemu's insn plugin): the difference between two
 //!   ITERATIONS values, divided by their difference, is the cost of one iteration.
@@ -33,7 +36,7 @@ mod shapes {
     use core::ffi::c_void;
     use std::hint::black_box;
 
-    use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn};
+    use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn, ValueAt};
 
     /// `ncclUniqueId`: `typedef struct { char internal[128]; } ncclUniqueId;`.
     #[repr(C)]
@@ -44,6 +47,7 @@ mod shapes {
 
     // SAFETY: `struct { char internal[128]; }`, exactly this layout.
     unsafe impl CArg for UniqueId {
+        const AGGREGATE: bool = true;
         fn c_type() -> Type {
             unique_id_type()
         }
@@ -54,7 +58,8 @@ mod shapes {
     pub type Reduce8Fn =
         extern "C" fn(*const c_void, *mut c_void, usize, i32, i32, i32, *mut c_void, *mut c_void) -> i32;
     type P = *mut c_void;
-    type CommInitRankArgs = (*mut P, i32, UniqueId, i32);
+    /// The id by address: passed by value, copied once by the core (no copy into the tuple).
+    type CommInitRankArgs = (*mut P, i32, ValueAt<UniqueId>, i32);
     type Reduce8Args = (*const c_void, P, usize, i32, i32, i32, P, P);
 
     #[inline(never)]
@@ -157,7 +162,7 @@ mod shapes {
             let f = black_box(ints3 as Ints3Fn) as *const c_void;
             let (a, b, c) = black_box(self.args);
             // SAFETY: ints3 has the planned signature; the arguments are its types.
-            unsafe { dynamic::<i64>(&self.plan, f, &[arg(&a), arg(&b), arg(&c)]) }
+            unsafe { dynamic::<i64>(black_box(&self.plan), f, &[arg(&a), arg(&b), arg(&c)]) }
         }
         pub fn code_paths(&self) -> (Vec<&'static str>, Vec<&'static str>) {
             (self.typed.code_path(), self.plan.code_path())
@@ -194,8 +199,8 @@ mod shapes {
         #[inline(always)]
         pub fn typed(&self) -> i32 {
             let (comm, nranks, rank) = (black_box(self.comm), black_box(self.nranks), black_box(self.rank));
-            // SAFETY: comm_init_rank never dereferences anything.
-            unsafe { black_box(&self.typed).call((comm, nranks, *black_box(&self.id), rank)) }
+            // SAFETY: comm_init_rank never dereferences anything; the id lives in `self`.
+            unsafe { black_box(&self.typed).call((comm, nranks, ValueAt::new(black_box(&self.id)), rank)) }
         }
         #[inline(always)]
         pub fn dynamic(&self) -> i32 {
@@ -203,7 +208,7 @@ mod shapes {
             let (comm, nranks, id, rank) =
                 (black_box(self.comm), black_box(self.nranks), black_box(&self.id), black_box(self.rank));
             // SAFETY: comm_init_rank has the planned signature; `id` is a 128-byte UniqueId.
-            unsafe { dynamic::<i32>(&self.plan, f, &[arg(&comm), arg(&nranks), arg(id), arg(&rank)]) }
+            unsafe { dynamic::<i32>(black_box(&self.plan), f, &[arg(&comm), arg(&nranks), arg(id), arg(&rank)]) }
         }
         pub fn code_paths(&self) -> (Vec<&'static str>, Vec<&'static str>) {
             (self.typed.code_path(), self.plan.code_path())
@@ -260,7 +265,7 @@ mod shapes {
             let (s, r, n, t, o, root, c, st) = black_box(self.args);
             let args = [arg(&s), arg(&r), arg(&n), arg(&t), arg(&o), arg(&root), arg(&c), arg(&st)];
             // SAFETY: reduce8 has the planned signature; each argument has its planned type.
-            unsafe { dynamic::<i32>(&self.plan, f, &args) }
+            unsafe { dynamic::<i32>(black_box(&self.plan), f, &args) }
         }
         pub fn code_paths(&self) -> (Vec<&'static str>, Vec<&'static str>) {
             (self.typed.code_path(), self.plan.code_path())
@@ -306,7 +311,7 @@ mod ffi {
             let f = CodePtr::from_ptr(black_box(ints3 as Ints3Fn) as *const c_void);
             let (a, b, x) = (black_box(-17i32), black_box(0x1234_5678_9abci64), black_box(99i32));
             // SAFETY: the cif describes ints3; each Arg points to a value of its type.
-            unsafe { self.ints3.call::<i64>(f, &[ffi_arg(&a), ffi_arg(&b), ffi_arg(&x)]) }
+            unsafe { black_box(&self.ints3).call::<i64>(f, &[ffi_arg(&a), ffi_arg(&b), ffi_arg(&x)]) }
         }
         /// libffi widens integer results narrower than a register to a whole `ffi_arg` and
         /// writes all 8 bytes: the result buffer must be an i64, then truncated.
@@ -319,7 +324,8 @@ mod ffi {
                 (black_box(0x7f00_dead_b000usize as *mut *mut c_void), black_box(8i32), black_box(5i32));
             // SAFETY: the cif describes comm_init_rank; each Arg points to a value of its type.
             let r: i64 = unsafe {
-                self.comm_init_rank.call(f, &[ffi_arg(&comm), ffi_arg(&nranks), ffi_arg(id), ffi_arg(&rank)])
+                black_box(&self.comm_init_rank)
+                    .call(f, &[ffi_arg(&comm), ffi_arg(&nranks), ffi_arg(id), ffi_arg(&rank)])
             };
             r as i32
         }
@@ -345,7 +351,7 @@ mod ffi {
                 ffi_arg(&stream),
             ];
             // SAFETY: the cif describes reduce8; each Arg points to a value of its type.
-            let r: i64 = unsafe { self.reduce8.call(f, &args) };
+            let r: i64 = unsafe { black_box(&self.reduce8).call(f, &args) };
             r as i32
         }
     }
@@ -435,22 +441,29 @@ mod harness {
         }
     }
 
-    /// Nanoseconds per iteration of `run`, over about `ms` milliseconds (calibrated first).
-    fn time(run: &Run<'_>, ms: u64) -> f64 {
+    /// Iterations of `run` that take about `ms` milliseconds.
+    fn calibrate(run: &Run<'_>, ms: u64) -> u64 {
         let mut n = 1000u64;
         loop {
             let t = Instant::now();
             run(n);
             let e = t.elapsed();
-            if e.as_millis() >= 20 {
-                let n = (n as f64 * ms as f64 / e.as_secs_f64() / 1000.0).max(1.0) as u64;
-                let t = Instant::now();
-                run(n);
-                return t.elapsed().as_secs_f64() * 1e9 / n as f64;
+            if e.as_millis() >= 5 {
+                return ((n as f64 * ms as f64 / e.as_secs_f64() / 1000.0) as u64).max(1);
             }
             n *= 4;
         }
     }
+
+    fn ns(run: &Run<'_>, n: u64) -> f64 {
+        let t = Instant::now();
+        run(n);
+        t.elapsed().as_secs_f64() * 1e9 / n as f64
+    }
+
+    /// Chunks per variant and round: the variant and `direct` alternate in chunks of about
+    /// `ms / CHUNKS` milliseconds each, so both see the same machine.
+    const CHUNKS: usize = 8;
 
     pub fn paired(rounds: usize, ms: u64) {
         let shapes = Shapes::new();
@@ -458,42 +471,56 @@ mod harness {
         println!("  ints3: {:?}", shapes.ints3.code_paths());
         println!("  comm_init_rank: {:?}", shapes.comm_init_rank.code_paths());
         println!("  reduce8: {:?}", shapes.reduce8.code_paths());
+        println!(
+            "{rounds} rounds; per round and variant {CHUNKS} chunks alternating with direct, about {ms} ms each side"
+        );
         let table = shapes.table();
+        let sizes: Vec<Vec<u64>> = table
+            .iter()
+            .map(|(_, v)| v.iter().map(|(_, run)| calibrate(run, (ms / CHUNKS as u64).max(1))).collect())
+            .collect();
         let mut ratios: Vec<Vec<Vec<f64>>> = table.iter().map(|(_, v)| vec![Vec::new(); v.len()]).collect();
         let mut times: Vec<Vec<Vec<f64>>> = ratios.clone();
         for round in 0..rounds {
             for (s, (shape, variants)) in table.iter().enumerate() {
-                // Every variant once, in an order rotated by the round; `direct` is timed in
-                // the same round as the others, and its time divides theirs.
                 let k = variants.len();
-                let mut ns = vec![0.0; k];
-                for j in 0..k {
-                    let v = (j + round) % k;
-                    ns[v] = time(&variants[v].1, ms);
+                let mut line = Vec::new();
+                for j in 0..k - 1 {
+                    // Every non-direct variant, in an order rotated by the round.
+                    let v = 1 + (j + round) % (k - 1);
+                    let (mut d, mut t) = (0.0, 0.0);
+                    for c in 0..CHUNKS {
+                        if c % 2 == 0 {
+                            d += ns(&variants[0].1, sizes[s][0]);
+                            t += ns(&variants[v].1, sizes[s][v]);
+                        } else {
+                            t += ns(&variants[v].1, sizes[s][v]);
+                            d += ns(&variants[0].1, sizes[s][0]);
+                        }
+                    }
+                    let (d, t) = (d / CHUNKS as f64, t / CHUNKS as f64);
+                    ratios[s][v].push(t / d);
+                    times[s][v].push(t);
+                    times[s][0].push(d);
+                    line.push((v, format!("{} {t:.2} ns ({:.2}x, direct {d:.2})", variants[v].0, t / d)));
                 }
-                let line: Vec<String> = variants
-                    .iter()
-                    .enumerate()
-                    .map(|(v, (name, _))| format!("{name} {:.2} ns ({:.2}x)", ns[v], ns[v] / ns[0]))
-                    .collect();
+                line.sort_by_key(|(v, _)| *v);
+                let line: Vec<String> = line.into_iter().map(|(_, l)| l).collect();
                 println!("round {} {shape}: {}", round + 1, line.join(", "));
-                for v in 0..k {
-                    ratios[s][v].push(ns[v] / ns[0]);
-                    times[s][v].push(ns[v]);
-                }
             }
         }
-        println!("\nmedian over {rounds} rounds (ratio to direct, from the per-round ratios):");
+        println!("\nmedian over {rounds} rounds (ratio to direct, from the per-round paired ratios; [min-max]):");
         for (s, (shape, variants)) in table.iter().enumerate() {
-            let line: Vec<String> = variants
-                .iter()
-                .enumerate()
-                .map(|(v, (name, _))| {
-                    let r = &ratios[s][v];
-                    let (lo, hi) = (r.iter().cloned().fold(f64::MAX, f64::min), r.iter().cloned().fold(0.0, f64::max));
-                    format!("{name} {:.2} ns {:.2}x [{lo:.2}-{hi:.2}]", median(times[s][v].clone()), median(r.clone()))
-                })
-                .collect();
+            let mut line = vec![format!("direct {:.2} ns", median(times[s][0].clone()))];
+            for (v, (name, _)) in variants.iter().enumerate().skip(1) {
+                let r = &ratios[s][v];
+                let (lo, hi) = (r.iter().cloned().fold(f64::MAX, f64::min), r.iter().cloned().fold(0.0, f64::max));
+                line.push(format!(
+                    "{name} {:.2} ns {:.2}x [{lo:.2}-{hi:.2}]",
+                    median(times[s][v].clone()),
+                    median(r.clone())
+                ));
+            }
             println!("{shape}: {}", line.join(", "));
             #[cfg(target_arch = "x86_64")]
             {
@@ -548,7 +575,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("paired") => {
             let rounds = args.get(1).map_or(7, |r| r.parse().expect("ROUNDS"));
-            let ms = args.get(2).map_or(300, |m| m.parse().expect("MILLISECONDS"));
+            let ms = args.get(2).map_or(160, |m| m.parse().expect("MILLISECONDS"));
             harness::paired(rounds, ms);
         }
         Some("count") => {

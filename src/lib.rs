@@ -60,5 +60,5 @@ pub use abi::Abi;
 pub use engine::VectorCopy;
 pub use error::Error;
 pub use plan::{arg, CallPlan};
-pub use typed::{CArg, CArgs, CRet, TypedFn};
+pub use typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
 pub use types::{Aggregate, AggregateBuilder, Field, Signature, Type};

@@ -7,7 +7,8 @@
 //! 1. frame ops (stack arguments, private copies; the hidden result pointer or x8 last),
 //! 2. `enter` (framed walks only), which runs the register ops as a subroutine,
 //! 3. register ops, ending with `call` (a tail jump to the function),
-//! 4. after the call: result ops and `done` (checked), or `return` (typed, framed).
+//! 4. after the call: result ops and `done`, or one fused `donei` / `donev` for a scalar
+//!    result (checked), or `return` (typed, framed).
 //!
 //! Two argument representations, one per entry family:
 //!
@@ -239,18 +240,40 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
     let mut after = Ops(Vec::new());
     match mode {
         Mode::Typed => after.push(H_RETURN, 0, 0),
-        Mode::Checked => {
-            if let ResultPlace::Regs(pieces) = &p.result {
-                for piece in pieces {
-                    let handler = match piece.from {
-                        RetReg::Int(r) => H_RESI + i64::from(r) * 8 + i64::from(piece.len) - 1,
-                        RetReg::Vec(r) => H_RESV + i64::from(r) * 2 + float_index(piece.len),
-                    };
-                    after.push(handler, u64::from(piece.dst), 0);
-                }
+        Mode::Checked => match &p.result {
+            // One piece at offset 0 (every scalar result): stored and done in one op.
+            ResultPlace::Regs(pieces)
+                if pieces.len() == 1 && pieces[0].dst == 0 && pieces[0].from == RetReg::Int(0) =>
+            {
+                after.push(H_DONEI + i64::from(pieces[0].len) - 1, 0, 0)
             }
-            after.push(H_DONE, 0, 0);
-        }
+            ResultPlace::Regs(pieces)
+                if pieces.len() == 1 && pieces[0].dst == 0 && pieces[0].from == RetReg::Vec(0) =>
+            {
+                after.push(H_DONEV + float_index(pieces[0].len), 0, 0)
+            }
+            result => {
+                if let ResultPlace::Regs(pieces) = result {
+                    for piece in pieces {
+                        let handler = match piece.from {
+                            RetReg::Int(0) => {
+                                let len = piece.len.to_string();
+                                let at = L_RESA_0.iter().position(|l| *l == len).unwrap_or_else(|| {
+                                    unreachable!(
+                                        "the first of two result registers holds {L_RESA_0:?} bytes, not {len}"
+                                    )
+                                });
+                                H_RESA + at as i64
+                            }
+                            RetReg::Int(_) => H_RESD + i64::from(piece.len) - 1,
+                            RetReg::Vec(r) => H_RESV + i64::from(r) * 2 + float_index(piece.len),
+                        };
+                        after.push(handler, u64::from(piece.dst), 0);
+                    }
+                }
+                after.push(H_DONE, 0, 0);
+            }
+        },
     }
 
     let frame_bytes = (p.stack_len + p.copy_len) as u64;

@@ -39,6 +39,10 @@ use crate::Type;
 /// `c_type()` must describe `Self` exactly: same size, alignment, field offsets and field
 /// types; and `word()` must return what its documentation says for that C type.
 pub unsafe trait CArg: Sized {
+    /// True for a type passed as a C aggregate (its word is its address): set it in the impl
+    /// for a `#[repr(C)]` struct, so that [`ValueAt`] accepts it.
+    const AGGREGATE: bool = false;
+
     /// The C type of values of `Self`.
     fn c_type() -> Type;
 
@@ -49,6 +53,48 @@ pub unsafe trait CArg: Sized {
     #[inline(always)]
     fn word(&self) -> u64 {
         (self as *const Self) as usize as u64
+    }
+}
+
+/// An aggregate passed by value from where it already is: the core copies it once, into the
+/// outgoing stack area or the private copy the ABI calls for, straight from that address, where
+/// passing `T` itself in the argument tuple would copy it into the tuple first. For types whose
+/// [`CArg::AGGREGATE`] is true (a compile-time error otherwise).
+///
+/// The value must stay alive until the call returns (it is read during the call, and never
+/// written: the callee gets its own copy).
+///
+/// A scalar is refused when the program is built:
+///
+/// ```compile_fail
+/// use nccl_trampoline::{CArg, ValueAt};
+/// let n = 5i32;
+/// let _ = ValueAt::new(&n).word(); // i32 is not an aggregate
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ValueAt<T>(*const T);
+
+impl<T: CArg> ValueAt<T> {
+    /// The aggregate `value`, to be passed by value.
+    #[inline(always)]
+    pub fn new(value: &T) -> Self {
+        ValueAt(value)
+    }
+}
+
+// SAFETY: the C type is T's; the word of an aggregate is its address, which this holds (T is an
+// aggregate: checked at compile time in `word`).
+unsafe impl<T: CArg> CArg for ValueAt<T> {
+    const AGGREGATE: bool = true;
+
+    fn c_type() -> Type {
+        T::c_type()
+    }
+
+    #[inline(always)]
+    fn word(&self) -> u64 {
+        const { assert!(T::AGGREGATE, "ValueAt<T> needs an aggregate T (CArg::AGGREGATE)") };
+        self.0 as usize as u64
     }
 }
 

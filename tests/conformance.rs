@@ -15,7 +15,7 @@ use common::{
     Rng,
 };
 use nccl_trampoline::engine::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
-use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn, VectorCopy};
+use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn, ValueAt, VectorCopy};
 
 fn build_oracle(name: &str, generated: &[String]) -> Oracle {
     let dir = work_dir(name);
@@ -440,6 +440,30 @@ fn every_straight_line_body_matches_the_c_compiler() {
     assert!(failures.is_empty(), "mismatches (first 10):\n{}", failures.join("\n\n"));
 }
 
+/// Frames larger than a page: two 3000-byte aggregates by value (stack arguments on x86-64,
+/// private copies on AArch64) make the walks probe the stack page by page.
+#[test]
+fn frames_larger_than_a_page_are_probed() {
+    let big = Type::Aggregate(Aggregate::builder().array(Type::U8, 3000).build().unwrap());
+    let sigs = [
+        Signature::new(vec![big.clone(), Type::I32, big.clone()], Some(Type::I64)).unwrap(),
+        Signature::new(vec![Type::F64, big.clone(), big], None).unwrap(),
+    ];
+    let mut gen = CGen::default();
+    for (i, sig) in sigs.iter().enumerate() {
+        gen.function(&format!("big{i}"), sig);
+    }
+    let oracle = build_oracle("big-frames", &[gen.source()]);
+    let mut pattern = Pattern::new(0xb16);
+    for (i, sig) in sigs.iter().enumerate() {
+        let plan = CallPlan::new(sig).unwrap();
+        let name = format!("big{i}");
+        check_call(&oracle, &name, sig, &mut pattern).unwrap();
+        check_plan_call(&oracle, &name, sig, &plan, true, &mut pattern).unwrap();
+        assert!(plan.placement().stack_len + plan.placement().copy_len > 4096, "{sig:?} does not need a large frame");
+    }
+}
+
 /// `ncclUniqueId` as a Rust type passed by value through a typed binding.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -447,6 +471,7 @@ struct UniqueId([i8; 128]);
 
 // SAFETY: `struct { char internal[128]; }`, exactly this layout.
 unsafe impl CArg for UniqueId {
+    const AGGREGATE: bool = true;
     fn c_type() -> Type {
         Type::Aggregate(Aggregate::builder().array(Type::I8, 128).build().unwrap())
     }
@@ -491,6 +516,16 @@ fn typed_bindings_match_the_c_compiler() {
         "{:?}",
         init.code_path()
     );
+    assert_eq!(id.0, UniqueId(std::array::from_fn(|i| (i as i8).wrapping_mul(3) ^ 0x55)).0, "the caller's id changed");
+
+    // The same through ValueAt: the id passed by value from where it is.
+    let init_at: TypedFn<(*mut P, i32, ValueAt<UniqueId>, i32), i32> =
+        // SAFETY: as above.
+        unsafe { CallPlan::new(&shapes[0].1).unwrap().bind(oracle.sym("ncclCommInitRank")).unwrap() };
+    oracle.rec_reset_public();
+    // SAFETY: as above; `id` outlives the call.
+    assert_eq!(unsafe { init_at.call((comm, nranks, ValueAt::new(&id), rank)) }, 0x1234_5678);
+    assert_eq!(oracle.recording_public(), got, "ValueAt");
     assert_eq!(id.0, UniqueId(std::array::from_fn(|i| (i as i8).wrapping_mul(3) ^ 0x55)).0, "the caller's id changed");
 
     let init_config: TypedFn<(*mut P, i32, UniqueId, i32, P), i32> =

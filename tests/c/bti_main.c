@@ -84,12 +84,10 @@ static void program9(volatile unsigned long *p, int checked)
     for (int k = 0; k < 8; k++)
         op(p, &n, checked ? H_INT + 7 * k + 6 : H_WINT + k, 8 * k, 0);
     op(p, &n, H_CALL, 0, 0);
-    if (checked) {
-        op(p, &n, H_RESI + 7, 0, 0); /* resi_x0_8 */
-        op(p, &n, H_DONE, 0, 0);
-    } else {
+    if (checked)
+        op(p, &n, H_DONEI + 7, 0, 0); /* donei_8: x0 stored at ret, STATUS_OK */
+    else
         op(p, &n, H_RETURN, 0, 0);
-    }
 }
 
 void __attribute__((noreturn)) _start(void)
@@ -111,7 +109,7 @@ void __attribute__((noreturn)) _start(void)
     if (s.w[0] != 0x1000 || s.w[1] != 0x2000 || s.w[2] != 0x3000 || s.w[3] != 0x4000)
         sys_exit(12);
 
-    /* 2. walk_checked: argument pointers, null checks, the result stored by resi_x0_8. */
+    /* 2. walk_checked: argument pointers, null checks, the result stored by donei_8. */
     program9(prog, 1);
     checked_entry volatile checked = (checked_entry)TRAMPOLINE_TABLE[T_WALK + 2];
     if (checked(argv, &out, (const void *)bti_callee, (const unsigned long *)prog) != STATUS_OK)

@@ -35,8 +35,12 @@ pub fn in_path(tool: &str) -> bool {
 }
 
 /// A fresh directory for this test's build products.
+/// Build products go under `NCCL_TRAMPOLINE_TEST_TMPDIR` when it is set (a test binary run on
+/// another machine than the one it was built on), else under cargo's target tmp directory.
 pub fn work_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::env::consts::ARCH));
+    let base = std::env::var_os("NCCL_TRAMPOLINE_TEST_TMPDIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+    let dir = base.join(format!("{name}-{}", std::env::consts::ARCH));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create test work dir");
     dir
@@ -77,8 +81,12 @@ pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&
     lib
 }
 
+/// A file of the repository: under `NCCL_TRAMPOLINE_REPO` when it is set (a test binary run on
+/// another machine, from a copy of the repository), else where it was built.
 pub fn repo_file(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+    std::env::var_os("NCCL_TRAMPOLINE_REPO")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join(rel)
 }
 
 /// The oracle library, loaded: the recording buffer and the return bytes.
