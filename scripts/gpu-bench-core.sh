@@ -34,7 +34,7 @@ if [ -x "$bin/conformance" ]; then
     NCCL_TRAMPOLINE_REPO=$PWD NCCL_TRAMPOLINE_TEST_TMPDIR=$PWD/$out/tmp run conformance.txt "$bin/conformance" --nocapture
     grep -h "random signatures:" "$out/conformance.txt.stderr" "$out/conformance.txt" 2>/dev/null | sed 's/^/    /'
 fi
-grep -h "model name" "$out/machine.txt" | head -1
+grep -i -h "model name" "$out/machine.txt" | head -1
 for build in call_overhead call_overhead-b; do
     [ -f "$out/$build-paired.txt" ] && { echo "== $build"; sed -n '/^median/,$p' "$out/$build-paired.txt"; }
 done
