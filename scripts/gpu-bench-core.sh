@@ -10,7 +10,7 @@
 #      with AVX-512VL, the random signatures run the ymm16-19 copy and its coverage is asserted.
 # Everything lands in ${OUT:-core-bench-logs}/; the medians are printed at the end.
 set -uo pipefail
-out=${OUT:-core-bench-logs}
+out=$(realpath -m "${OUT:-core-bench-logs}")
 mkdir -p "$out"
 bin=.device-bin
 core=${CORE:-2}
@@ -31,7 +31,7 @@ done
 [ -x "$bin/call_overhead" ] && run criterion.txt "${pin[@]}" "$bin/call_overhead" --bench --warm-up-time 1 --measurement-time 3
 if [ -x "$bin/conformance" ]; then
     mkdir -p "$out/tmp"
-    NCCL_TRAMPOLINE_REPO=$PWD NCCL_TRAMPOLINE_TEST_TMPDIR=$PWD/$out/tmp run conformance.txt "$bin/conformance" --nocapture
+    NCCL_TRAMPOLINE_REPO=$PWD NCCL_TRAMPOLINE_TEST_TMPDIR=$out/tmp run conformance.txt "$bin/conformance" --nocapture
     grep -h "random signatures:" "$out/conformance.txt.stderr" "$out/conformance.txt" 2>/dev/null | sed 's/^/    /'
 fi
 grep -i -h "model name" "$out/machine.txt" | head -1
