@@ -9,8 +9,11 @@
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
-#   4. `cargo check` for targets without a trampoline (they must build and return Unsupported);
-#   5. the benchmark compiles (it is run by hand: see docs/perf.md).
+#   4. the facade and fault-model tests under AddressSanitizer (nightly, the C stand-ins
+#      instrumented too, with a negative control that must fail), and the pure modules under
+#      Miri;
+#   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
+#   6. the benchmark compiles (it is run by hand: see docs/perf.md).
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
 # signatures (default seed 0x5eed2026, 10000 signatures); SKIP_INSTALL=1 skips step 0.
 set -euo pipefail
@@ -24,6 +27,9 @@ as_root() {
 
 AARCH64=aarch64-unknown-linux-gnu
 CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu riscv64gc-unknown-linux-gnu)
+# The nightly of the sanitizer and Miri runs, pinned so a new nightly cannot break CI.
+NIGHTLY=${NCCL_TRAMPOLINE_NIGHTLY:-nightly-2026-10-29}
+HOST=x86_64-unknown-linux-gnu
 
 install() {
     local need=()
@@ -49,6 +55,11 @@ install() {
         grep -qx "$t" <<<"$installed" || { step "rustup target add $t"; rustup target add "$t"; }
     done
     rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+    if ! rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
+        step "rustup toolchain install $NIGHTLY (AddressSanitizer, Miri)"
+        rustup toolchain install "$NIGHTLY" --profile minimal --component miri,rust-src ||
+            echo "could not install $NIGHTLY: the sanitizer and Miri steps will say SKIP" >&2
+    fi
 }
 
 [ "${SKIP_INSTALL:-0}" = 1 ] || install
@@ -99,6 +110,26 @@ cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --libr
 step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort
+
+if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
+    step "AddressSanitizer ($NIGHTLY): the facade and fault-model tests, the C stand-ins instrumented"
+    asan=(env NCCL_TRAMPOLINE_TEST_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
+        RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" CARGO_TARGET_DIR=target/asan
+        ASAN_OPTIONS=detect_stack_use_after_return=1:detect_leaks=0)
+    "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test facade --test faults
+    step "AddressSanitizer: the negative control must be caught"
+    if "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test faults -- --ignored --exact \
+        asan_negative_control_a_late_store_into_freed_memory >target/asan-control.log 2>&1; then
+        echo "the negative control passed: AddressSanitizer did not see a late store into freed memory" >&2
+        exit 1
+    fi
+    grep -m1 "ERROR: AddressSanitizer: heap-use-after-free" target/asan-control.log
+    step "Miri ($NIGHTLY): the pure modules (placement, types, configs, versions, bounded calls)"
+    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: nccl::config nccl::types \
+        nccl::library::tests::both symbols:: nccl::bounded plan::tests::limits plan::tests::plan_for_a_foreign
+else
+    step "SKIP AddressSanitizer and Miri: the $NIGHTLY toolchain could not be installed"
+fi
 
 for t in "${CHECK_TARGETS[@]}"; do
     step "cargo check --target $t (no trampoline: must build, calls return Unsupported)"

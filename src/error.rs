@@ -191,6 +191,75 @@ pub enum Error {
         /// What is wrong.
         what: &'static str,
     },
+    /// A deadline passed: `operation` did not finish within `waited`.
+    #[error("{operation} timed out after {waited:.1?}")]
+    Timeout {
+        /// What was waited for (an NCCL function, or "stream wait").
+        operation: &'static str,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// The communicator can no longer run `operation` (failed, revoked, aborted, lost or
+    /// destroyed); the call never reached NCCL.
+    #[error("{operation} refused: the communicator is {state}")]
+    Unusable {
+        /// The NCCL function refused.
+        operation: &'static str,
+        /// Why, with the cause.
+        state: crate::nccl::CommState,
+    },
+    /// An abort could not run yet: a blocking NCCL call is in progress on the communicator. It
+    /// runs as soon as that call returns.
+    #[error(
+        "abort deferred: a blocking NCCL call is still running on the communicator; it aborts when that call returns"
+    )]
+    AbortPending,
+    /// A communicator cannot be created inside an open group.
+    #[error("{operation} inside an open group: NCCL fills the handle at ncclGroupEnd; end the group first (or use Nccl::split_all)")]
+    InGroup {
+        /// The creating function.
+        operation: &'static str,
+    },
+    /// A buffer or stream on another device than the communicator's.
+    #[error("{what} is on device {got}, the communicator on device {expected}")]
+    DeviceMismatch {
+        /// Which buffer or stream.
+        what: &'static str,
+        /// The communicator's device.
+        expected: i32,
+        /// The buffer's or stream's device.
+        got: i32,
+    },
+    /// A buffer bound to another stream than the collective's.
+    #[error("{what} is bound to another stream than the collective's")]
+    StreamMismatch {
+        /// Which buffer.
+        what: &'static str,
+    },
+    /// A symbol the loaded library does not export was called.
+    #[error("{symbol} is not exported by the loaded library")]
+    SymbolMissing {
+        /// The C symbol.
+        symbol: &'static str,
+    },
+    /// The CUDA driver could not be loaded.
+    #[error("cannot load the CUDA driver {path}: {reason}")]
+    CudaLoad {
+        /// The library tried.
+        path: String,
+        /// The loader's message.
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("{function} failed: CUDA error {code} ({text})")]
+    Cuda {
+        /// The driver function.
+        function: &'static str,
+        /// The `CUresult`.
+        code: i32,
+        /// `cuGetErrorString`'s text.
+        text: String,
+    },
     /// A unique-id rendezvous failed (I/O or a malformed message).
     #[error("rendezvous: {what}: {detail}")]
     Rendezvous {

@@ -39,11 +39,13 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod abi;
+pub mod cuda;
 pub mod engine;
 mod error;
 pub mod limits;
 pub mod nccl;
 mod plan;
+pub mod symbols;
 mod types;
 
 /// The README's examples, compiled and run as doc tests.

@@ -194,14 +194,14 @@ impl Plan {
 struct World<'d, 'n> {
     nccl: &'n Nccl,
     driver: &'d Driver,
-    ranks: Vec<Rank<'d, 'n>>,
+    ranks: Vec<Rank<'d>>,
     nranks: usize,
     /// [`Collective::native_in`] for the sweep's collective.
     native: bool,
 }
 
-struct Rank<'d, 'n> {
-    comm: Communicator<'n>,
+struct Rank<'d> {
+    comm: Communicator,
     device: i32,
     global: usize,
     send: DeviceMemory<'d>,
@@ -215,7 +215,7 @@ impl<'d, 'n> World<'d, 'n> {
     fn new(
         nccl: &'n Nccl,
         driver: &'d Driver,
-        comms: Vec<(Communicator<'n>, i32, usize)>,
+        comms: Vec<(Communicator, i32, usize)>,
         plan: &Plan,
     ) -> Result<Self, String> {
         let bytes = buffer_bytes(plan);
@@ -376,7 +376,7 @@ impl<'d, 'n> World<'d, 'n> {
     }
 }
 
-fn buffers(r: &Rank<'_, '_>, l: &Layout, elem: Elem, in_place: bool) -> (*mut c_void, *mut c_void) {
+fn buffers(r: &Rank<'_>, l: &Layout, elem: Elem, in_place: bool) -> (*mut c_void, *mut c_void) {
     let base = r.recv.ptr().cast::<u8>();
     if in_place {
         let s = base.wrapping_add(l.send_offset * r.global * elem.size());
