@@ -44,6 +44,7 @@ crate::c_functions! {
         fn mem_free = "cuMemFree_v2"(ptr: u64) -> i32;
         fn memcpy_htod = "cuMemcpyHtoD_v2"(dst: u64, src: *const c_void, bytes: usize) -> i32;
         fn memcpy_dtoh = "cuMemcpyDtoH_v2"(dst: *mut c_void, src: u64, bytes: usize) -> i32;
+        fn memset_d32 = "cuMemsetD32_v2"(dst: u64, value: u32, count: usize) -> i32;
         fn stream_create = "cuStreamCreate"(stream: *mut *mut c_void, flags: u32) -> i32;
         fn stream_query = "cuStreamQuery"(stream: *mut c_void) -> i32;
         fn stream_synchronize = "cuStreamSynchronize"(stream: *mut c_void) -> i32;
@@ -393,6 +394,12 @@ impl DeviceMemory<'_> {
         // SAFETY: `src` holds the bytes copied; the allocation holds at least as many.
         self.driver
             .check("cuMemcpyHtoD_v2", unsafe { self.driver.fns.memcpy_htod(self.ptr, src.as_ptr().cast(), src.len()) })
+    }
+
+    /// Sets every 4-byte word of this memory to `value` (synchronously).
+    pub fn fill_u32(&self, value: u32) -> Result<(), Error> {
+        // SAFETY: `bytes / 4` words fit in the allocation.
+        self.driver.check("cuMemsetD32_v2", unsafe { self.driver.fns.memset_d32(self.ptr, value, self.bytes / 4) })
     }
 
     /// Copies the first `dst.len()` bytes to `dst` (synchronously). A longer `dst` is an error.

@@ -319,3 +319,73 @@ fn discovery_order_and_failures_list_every_candidate() {
         other => panic!("{other}"),
     }
 }
+
+/// A buffer whose access guard notes how much the stand-in had recorded when it was dropped.
+struct Probed {
+    data: Vec<f32>,
+    log_size: extern "C" fn() -> usize,
+    dropped_at: std::cell::Cell<Option<usize>>,
+}
+
+struct Probe<'a>(&'a Probed);
+
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {
+        self.0.dropped_at.set(Some((self.0.log_size)()));
+    }
+}
+
+// SAFETY: the stand-in only records the pointer.
+unsafe impl nccl_trampoline::nccl::DeviceBuffer<f32> for Probed {
+    type Guard<'a> = Probe<'a>;
+    fn device_ptr<'a>(&'a self, _: &'a dyn nccl_trampoline::nccl::Stream) -> Result<(*const c_void, Probe<'a>), Error> {
+        Ok((self.data.as_ptr().cast(), Probe(self)))
+    }
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+}
+// SAFETY: as above.
+unsafe impl nccl_trampoline::nccl::DeviceBufferMut<f32> for Probed {
+    fn device_ptr_mut<'a>(
+        &'a mut self,
+        _: &'a dyn nccl_trampoline::nccl::Stream,
+    ) -> Result<(*mut c_void, Probe<'a>), Error> {
+        Ok((self.data.as_mut_ptr().cast(), Probe(self)))
+    }
+}
+
+#[test]
+fn safe_collectives_in_a_group_hold_their_buffers_until_the_group_launched_them() {
+    let _g = serial();
+    let (nccl, log) = load(23203);
+    let comm = Communicator::init_rank(&nccl, 2, &id(), 0).unwrap();
+    let stream = FakeStream::new(0x81);
+    let mut buf = HostBuf::new(vec![0.0; 8]);
+    {
+        // In a plain group NCCL launches at ncclGroupEnd, after the call returned: refused.
+        let g = nccl.group().unwrap();
+        let err = comm.all_reduce_in_place(&mut buf, RedOp::SUM, &stream).unwrap_err();
+        assert_eq!(err, Error::InGroup { operation: "a safe collective (use Nccl::group_scope)" });
+        g.end().unwrap();
+    }
+    let mut probed = Probed {
+        data: vec![0.0; 8],
+        log_size: log.f::<extern "C" fn() -> usize>("fake_log_size"),
+        dropped_at: std::cell::Cell::new(None),
+    };
+    log.reset();
+    nccl.group_scope(|g| {
+        g.all_reduce_in_place(&comm, &mut probed, RedOp::SUM, &stream)?;
+        g.all_reduce_in_place(&comm, &mut buf, RedOp::SUM, &stream)
+    })
+    .unwrap();
+    let at = probed.dropped_at.get().expect("the guard was dropped");
+    let rec = log.bytes();
+    assert!(rec[..at].ends_with(b"ncclGroupEnd\0"), "the access ended after ncclGroupEnd launched the work");
+    // A failing closure still ends the group.
+    log.reset();
+    let err = nccl.group_scope(|_| -> Result<(), Error> { Err(Error::InvalidArgument { what: "test" }) }).unwrap_err();
+    assert_eq!(err, Error::InvalidArgument { what: "test" });
+    assert_eq!(log.bytes(), Expect::default().name("ncclGroupStart").name("ncclGroupEnd").0);
+}

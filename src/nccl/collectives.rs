@@ -44,6 +44,14 @@ pub unsafe trait Stream {
     }
 }
 
+// SAFETY: a `DeviceStream` is a live stream of the device whose context was current when it
+// was made, for as long as it is borrowed.
+unsafe impl Stream for crate::cuda::DeviceStream<'_> {
+    fn as_raw(&self) -> *mut c_void {
+        self.raw()
+    }
+}
+
 /// Device memory of `T` elements, as the safe collectives read it.
 ///
 /// # Safety
@@ -250,6 +258,7 @@ impl Communicator {
     }
 
     /// All-reduce of typed device buffers; `recv` must hold at least `send.len()` elements.
+    /// Outside a group only; inside one use [`GroupScope::all_reduce`].
     pub fn all_reduce<T: NcclScalar, S: Stream>(
         &self,
         send: &impl DeviceBuffer<T>,
@@ -257,48 +266,34 @@ impl Communicator {
         op: RedOp,
         stream: &S,
     ) -> Result<(), Error> {
-        at_least("all_reduce recv", send.len(), recv.len())?;
-        self.check_access(
-            stream,
-            &[("all_reduce send", send.device(), send.stream()), ("all_reduce recv", recv.device(), recv.stream())],
-        )?;
-        let n = send.len();
-        let (s, _read) = send.device_ptr(stream)?;
-        let (r, _write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the length checked above; the guards end
-        // the accesses after the enqueue.
-        unsafe { self.all_reduce_raw(s, r, n, T::DATA_TYPE, op, stream.as_raw()) }
+        group::refuse_safe_in_group()?;
+        self.all_reduce_held(send, recv, op, stream).map(drop)
     }
 
-    /// In-place all-reduce of a typed device buffer.
+    /// In-place all-reduce of a typed device buffer (outside a group).
     pub fn all_reduce_in_place<T: NcclScalar, S: Stream>(
         &self,
         buf: &mut impl DeviceBufferMut<T>,
         op: RedOp,
         stream: &S,
     ) -> Result<(), Error> {
-        self.check_access(stream, &[("all_reduce buffer", buf.device(), buf.stream())])?;
-        let n = buf.len();
-        let (p, _write) = buf.device_ptr_mut(stream)?;
-        // SAFETY: the buffer trait's contract; send == recv is NCCL's in-place form.
-        unsafe { self.all_reduce_raw(p, p, n, T::DATA_TYPE, op, stream.as_raw()) }
+        group::refuse_safe_in_group()?;
+        self.all_reduce_in_place_held(buf, op, stream).map(drop)
     }
 
-    /// Broadcast of `buf` from `root` (in place on every rank).
+    /// Broadcast of `buf` from `root`, in place on every rank (outside a group).
     pub fn broadcast<T: NcclScalar, S: Stream>(
         &self,
         buf: &mut impl DeviceBufferMut<T>,
         root: i32,
         stream: &S,
     ) -> Result<(), Error> {
-        self.check_access(stream, &[("broadcast buffer", buf.device(), buf.stream())])?;
-        let n = buf.len();
-        let (p, _write) = buf.device_ptr_mut(stream)?;
-        // SAFETY: the buffer trait's contract; in place.
-        unsafe { self.broadcast_raw(p, p, n, T::DATA_TYPE, root, stream.as_raw()) }
+        group::refuse_safe_in_group()?;
+        self.broadcast_held(buf, root, stream).map(drop)
     }
 
-    /// Reduce of `send` into `recv` on `root`; `recv` must hold `send.len()` elements.
+    /// Reduce of `send` into `recv` on `root`; `recv` must hold `send.len()` elements (outside
+    /// a group).
     pub fn reduce<T: NcclScalar, S: Stream>(
         &self,
         send: &impl DeviceBuffer<T>,
@@ -307,39 +302,22 @@ impl Communicator {
         root: i32,
         stream: &S,
     ) -> Result<(), Error> {
-        at_least("reduce recv", send.len(), recv.len())?;
-        self.check_access(
-            stream,
-            &[("reduce send", send.device(), send.stream()), ("reduce recv", recv.device(), recv.stream())],
-        )?;
-        let n = send.len();
-        let (s, _read) = send.device_ptr(stream)?;
-        let (r, _write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.reduce_raw(s, r, n, T::DATA_TYPE, op, root, stream.as_raw()) }
+        group::refuse_safe_in_group()?;
+        self.reduce_held(send, recv, op, root, stream).map(drop)
     }
 
-    /// All-gather: `recv` must hold `send.len() * nranks` elements.
+    /// All-gather: `recv` must hold `send.len() * nranks` elements (outside a group).
     pub fn all_gather<T: NcclScalar, S: Stream>(
         &self,
         send: &impl DeviceBuffer<T>,
         recv: &mut impl DeviceBufferMut<T>,
         stream: &S,
     ) -> Result<(), Error> {
-        let n = self.ranks()?;
-        at_least("all_gather recv", send.len().saturating_mul(n), recv.len())?;
-        self.check_access(
-            stream,
-            &[("all_gather send", send.device(), send.stream()), ("all_gather recv", recv.device(), recv.stream())],
-        )?;
-        let count = send.len();
-        let (s, _read) = send.device_ptr(stream)?;
-        let (r, _write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.all_gather_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }
+        group::refuse_safe_in_group()?;
+        self.all_gather_held(send, recv, stream).map(drop)
     }
 
-    /// Reduce-scatter: `send` must hold `recv.len() * nranks` elements.
+    /// Reduce-scatter: `send` must hold `recv.len() * nranks` elements (outside a group).
     pub fn reduce_scatter<T: NcclScalar, S: Stream>(
         &self,
         send: &impl DeviceBuffer<T>,
@@ -347,6 +325,145 @@ impl Communicator {
         op: RedOp,
         stream: &S,
     ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.reduce_scatter_held(send, recv, op, stream).map(drop)
+    }
+
+    /// Send all of `buf` to `peer` (outside a group: a send and its receive usually go together
+    /// in a [`GroupScope`]).
+    pub fn send<T: NcclScalar, S: Stream>(
+        &self,
+        buf: &impl DeviceBuffer<T>,
+        peer: i32,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.send_held(buf, peer, stream).map(drop)
+    }
+
+    /// Receive `buf.len()` elements from `peer` (outside a group).
+    pub fn recv<T: NcclScalar, S: Stream>(
+        &self,
+        buf: &mut impl DeviceBufferMut<T>,
+        peer: i32,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.recv_held(buf, peer, stream).map(drop)
+    }
+
+    /// All-to-all: both buffers the same length, a multiple of nranks (outside a group).
+    pub fn all_to_all<T: NcclScalar, S: Stream>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.all_to_all_held(send, recv, stream).map(drop)
+    }
+
+    // The safe forms' common paths: checks, the buffers' accesses, the enqueue. They return the
+    // accesses' guards, which the caller drops once the work is launched: at once outside a
+    // group, at its end inside a `GroupScope`.
+
+    pub(crate) fn all_reduce_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        send: &'b B,
+        recv: &'b mut M,
+        op: RedOp,
+        stream: &'b S,
+    ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
+        at_least("all_reduce recv", send.len(), recv.len())?;
+        self.check_access(
+            stream,
+            &[("all_reduce send", send.device(), send.stream()), ("all_reduce recv", recv.device(), recv.stream())],
+        )?;
+        let n = send.len();
+        let (s, read) = send.device_ptr(stream)?;
+        let (r, write) = recv.device_ptr_mut(stream)?;
+        // SAFETY: the buffer traits' contracts, and the length checked above; the guards end
+        // the accesses after the launch.
+        unsafe { self.all_reduce_raw(s, r, n, T::DATA_TYPE, op, stream.as_raw()) }?;
+        Ok((read, write))
+    }
+
+    pub(crate) fn all_reduce_in_place_held<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        buf: &'b mut M,
+        op: RedOp,
+        stream: &'b S,
+    ) -> Result<M::Guard<'b>, Error> {
+        self.check_access(stream, &[("all_reduce buffer", buf.device(), buf.stream())])?;
+        let n = buf.len();
+        let (p, write) = buf.device_ptr_mut(stream)?;
+        // SAFETY: the buffer trait's contract; send == recv is NCCL's in-place form.
+        unsafe { self.all_reduce_raw(p, p, n, T::DATA_TYPE, op, stream.as_raw()) }?;
+        Ok(write)
+    }
+
+    pub(crate) fn broadcast_held<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        buf: &'b mut M,
+        root: i32,
+        stream: &'b S,
+    ) -> Result<M::Guard<'b>, Error> {
+        self.check_access(stream, &[("broadcast buffer", buf.device(), buf.stream())])?;
+        let n = buf.len();
+        let (p, write) = buf.device_ptr_mut(stream)?;
+        // SAFETY: the buffer trait's contract; in place.
+        unsafe { self.broadcast_raw(p, p, n, T::DATA_TYPE, root, stream.as_raw()) }?;
+        Ok(write)
+    }
+
+    pub(crate) fn reduce_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        send: &'b B,
+        recv: &'b mut M,
+        op: RedOp,
+        root: i32,
+        stream: &'b S,
+    ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
+        at_least("reduce recv", send.len(), recv.len())?;
+        self.check_access(
+            stream,
+            &[("reduce send", send.device(), send.stream()), ("reduce recv", recv.device(), recv.stream())],
+        )?;
+        let n = send.len();
+        let (s, read) = send.device_ptr(stream)?;
+        let (r, write) = recv.device_ptr_mut(stream)?;
+        // SAFETY: the buffer traits' contracts, and the length checked above.
+        unsafe { self.reduce_raw(s, r, n, T::DATA_TYPE, op, root, stream.as_raw()) }?;
+        Ok((read, write))
+    }
+
+    pub(crate) fn all_gather_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        send: &'b B,
+        recv: &'b mut M,
+        stream: &'b S,
+    ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
+        let n = self.ranks()?;
+        at_least("all_gather recv", send.len().saturating_mul(n), recv.len())?;
+        self.check_access(
+            stream,
+            &[("all_gather send", send.device(), send.stream()), ("all_gather recv", recv.device(), recv.stream())],
+        )?;
+        let count = send.len();
+        let (s, read) = send.device_ptr(stream)?;
+        let (r, write) = recv.device_ptr_mut(stream)?;
+        // SAFETY: the buffer traits' contracts, and the length checked above.
+        unsafe { self.all_gather_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }?;
+        Ok((read, write))
+    }
+
+    pub(crate) fn reduce_scatter_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        send: &'b B,
+        recv: &'b mut M,
+        op: RedOp,
+        stream: &'b S,
+    ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
         let n = self.ranks()?;
         at_least("reduce_scatter send", recv.len().saturating_mul(n), send.len())?;
         self.check_access(
@@ -357,47 +474,47 @@ impl Communicator {
             ],
         )?;
         let count = recv.len();
-        let (s, _read) = send.device_ptr(stream)?;
-        let (r, _write) = recv.device_ptr_mut(stream)?;
+        let (s, read) = send.device_ptr(stream)?;
+        let (r, write) = recv.device_ptr_mut(stream)?;
         // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.reduce_scatter_raw(s, r, count, T::DATA_TYPE, op, stream.as_raw()) }
+        unsafe { self.reduce_scatter_raw(s, r, count, T::DATA_TYPE, op, stream.as_raw()) }?;
+        Ok((read, write))
     }
 
-    /// Send all of `buf` to `peer`.
-    pub fn send<T: NcclScalar, S: Stream>(
+    pub(crate) fn send_held<'b, T: NcclScalar, B: DeviceBuffer<T>, S: Stream>(
         &self,
-        buf: &impl DeviceBuffer<T>,
+        buf: &'b B,
         peer: i32,
-        stream: &S,
-    ) -> Result<(), Error> {
+        stream: &'b S,
+    ) -> Result<B::Guard<'b>, Error> {
         self.check_access(stream, &[("send buffer", buf.device(), buf.stream())])?;
         let n = buf.len();
-        let (p, _read) = buf.device_ptr(stream)?;
+        let (p, read) = buf.device_ptr(stream)?;
         // SAFETY: the buffer trait's contract.
-        unsafe { self.send_raw(p, n, T::DATA_TYPE, peer, stream.as_raw()) }
+        unsafe { self.send_raw(p, n, T::DATA_TYPE, peer, stream.as_raw()) }?;
+        Ok(read)
     }
 
-    /// Receive `buf.len()` elements from `peer`.
-    pub fn recv<T: NcclScalar, S: Stream>(
+    pub(crate) fn recv_held<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
         &self,
-        buf: &mut impl DeviceBufferMut<T>,
+        buf: &'b mut M,
         peer: i32,
-        stream: &S,
-    ) -> Result<(), Error> {
+        stream: &'b S,
+    ) -> Result<M::Guard<'b>, Error> {
         self.check_access(stream, &[("recv buffer", buf.device(), buf.stream())])?;
         let n = buf.len();
-        let (p, _write) = buf.device_ptr_mut(stream)?;
+        let (p, write) = buf.device_ptr_mut(stream)?;
         // SAFETY: the buffer trait's contract.
-        unsafe { self.recv_raw(p, n, T::DATA_TYPE, peer, stream.as_raw()) }
+        unsafe { self.recv_raw(p, n, T::DATA_TYPE, peer, stream.as_raw()) }?;
+        Ok(write)
     }
 
-    /// All-to-all: both buffers the same length, a multiple of nranks.
-    pub fn all_to_all<T: NcclScalar, S: Stream>(
+    pub(crate) fn all_to_all_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
         &self,
-        send: &impl DeviceBuffer<T>,
-        recv: &mut impl DeviceBufferMut<T>,
-        stream: &S,
-    ) -> Result<(), Error> {
+        send: &'b B,
+        recv: &'b mut M,
+        stream: &'b S,
+    ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
         let n = self.ranks()?;
         if send.len() != recv.len() || send.len() % n != 0 {
             return Err(Error::LengthMismatch {
@@ -411,10 +528,11 @@ impl Communicator {
             &[("all_to_all send", send.device(), send.stream()), ("all_to_all recv", recv.device(), recv.stream())],
         )?;
         let count = send.len() / n;
-        let (s, _read) = send.device_ptr(stream)?;
-        let (r, _write) = recv.device_ptr_mut(stream)?;
+        let (s, read) = send.device_ptr(stream)?;
+        let (r, write) = recv.device_ptr_mut(stream)?;
         // SAFETY: the buffer traits' contracts, and the lengths checked above.
-        unsafe { self.all_to_all_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }
+        unsafe { self.all_to_all_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }?;
+        Ok((read, write))
     }
 
     /// Waits until the work queued on `stream` so far has run, within the operation timeout.
@@ -433,8 +551,10 @@ impl Communicator {
         let shared = &self.shared;
         let driver = shared.nccl.cuda()?;
         let deadline = Deadline::after(timeout);
+        // The event must be made on the stream's context: the communicator's.
         let restore = driver.current_context()?;
-        if restore.is_none() && shared.context.is_some() {
+        let switch = shared.context.is_some() && restore != shared.context;
+        if switch {
             driver.set_current(shared.context)?;
         }
         let event = driver.event()?;
@@ -475,8 +595,8 @@ impl Communicator {
             }
         });
         drop(event);
-        if restore.is_none() && shared.context.is_some() {
-            let _ = driver.set_current(None);
+        if switch {
+            let _ = driver.set_current(restore);
         }
         result
     }

@@ -7,9 +7,10 @@ use core::marker::PhantomData;
 use core::ptr;
 use std::sync::Arc;
 
-use crate::nccl::communicator::{Deadline, Shared};
+use crate::nccl::collectives::{DeviceBuffer, DeviceBufferMut, Stream};
+use crate::nccl::communicator::{Communicator, Deadline, Shared};
 use crate::nccl::library::{Nccl, Sym};
-use crate::nccl::types::NcclResult;
+use crate::nccl::types::{NcclResult, NcclScalar, RedOp};
 use crate::nccl::watchdog::OpInfo;
 use crate::Error;
 
@@ -35,6 +36,16 @@ thread_local! {
 pub(crate) fn refuse_in_group(operation: &'static str) -> Result<(), Error> {
     if GROUPS.with(|g| g.borrow().depth) > 0 {
         return Err(Error::InGroup { operation });
+    }
+    Ok(())
+}
+
+/// Refuses a safe collective inside an open [`Group`]: NCCL launches its work only at
+/// `ncclGroupEnd`, after the call returned, so its buffers must stay borrowed (and their access
+/// guards alive) until then; a [`GroupScope`] does that.
+pub(crate) fn refuse_safe_in_group() -> Result<(), Error> {
+    if in_group() {
+        return Err(Error::InGroup { operation: "a safe collective (use Nccl::group_scope)" });
     }
     Ok(())
 }
@@ -113,5 +124,172 @@ impl Nccl {
         self.check(Sym::GroupStart, &[], ptr::null_mut())?;
         GROUPS.with(|g| g.borrow_mut().depth += 1);
         Ok(Group { nccl: self, open: true, _per_thread: PhantomData })
+    }
+}
+
+/// Anything held until a group has launched its work: buffer access guards.
+trait Held {}
+impl<T> Held for T {}
+
+/// A group whose safe collectives keep their buffers borrowed, and their access guards alive,
+/// until the group has ended and NCCL has launched the work (see [`Nccl::group_scope`]).
+///
+/// Like `std::thread::scope`: everything the collectives borrow must outlive the scope, so a
+/// buffer cannot be dropped (or freed by cudarc on its stream) before the kernel that uses it
+/// is launched, and cudarc records its access event after that launch.
+pub struct GroupScope<'scope, 'env: 'scope> {
+    /// The guards, their lifetime erased: they are dropped inside `group_scope`, while every
+    /// `'scope` borrow is still alive (see `hold`).
+    held: RefCell<Vec<Box<dyn Held>>>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope> GroupScope<'scope, '_> {
+    fn hold<G: 'scope>(&self, guard: G) {
+        let guard: Box<dyn Held + 'scope> = Box::new(guard);
+        // SAFETY: only the lifetime changes. `'scope` outlives the call of the scope's closure
+        // (it is universally quantified there), so what a guard borrows lives in the caller of
+        // `group_scope`, which drops every guard before it returns (or while unwinding, before
+        // the caller's frames go).
+        let guard: Box<dyn Held> = unsafe { core::mem::transmute::<Box<dyn Held + 'scope>, Box<dyn Held>>(guard) };
+        self.held.borrow_mut().push(guard);
+    }
+
+    /// [`Communicator::all_reduce`] in this group.
+    pub fn all_reduce<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        op: RedOp,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_reduce_held(send, recv, op, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::all_reduce_in_place`] in this group.
+    pub fn all_reduce_in_place<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope mut M,
+        op: RedOp,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_reduce_in_place_held(buf, op, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::broadcast`] in this group.
+    pub fn broadcast<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope mut M,
+        root: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.broadcast_held(buf, root, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::reduce`] in this group.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        op: RedOp,
+        root: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.reduce_held(send, recv, op, root, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::all_gather`] in this group.
+    pub fn all_gather<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_gather_held(send, recv, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::reduce_scatter`] in this group.
+    pub fn reduce_scatter<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        op: RedOp,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.reduce_scatter_held(send, recv, op, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::send`] in this group.
+    pub fn send<T: NcclScalar, B: DeviceBuffer<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope B,
+        peer: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.send_held(buf, peer, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::recv`] in this group.
+    pub fn recv<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope mut M,
+        peer: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.recv_held(buf, peer, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::all_to_all`] in this group.
+    pub fn all_to_all<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_to_all_held(send, recv, stream).map(|g| self.hold(g))
+    }
+}
+
+impl Nccl {
+    /// Runs `f` inside one group (`ncclGroupStart` ... `ncclGroupEnd`) in which the safe
+    /// collectives can be called: they borrow their buffers until the group has ended, and the
+    /// buffers' access guards are dropped only after NCCL launched the work. The group ends even
+    /// if `f` fails; `f`'s error comes first, then the group end's.
+    ///
+    /// ```no_run
+    /// # use nccl_trampoline::nccl::{Nccl, Communicator, RedOp, DeviceBufferMut, Stream};
+    /// # fn doc<B: DeviceBufferMut<f32>, S: Stream>(nccl: &Nccl, comms: &[Communicator], bufs: &mut [B], streams: &[S]) -> Result<(), nccl_trampoline::Error> {
+    /// nccl.group_scope(|g| {
+    ///     for ((comm, buf), stream) in comms.iter().zip(bufs.iter_mut()).zip(streams) {
+    ///         g.all_reduce_in_place(comm, buf, RedOp::SUM, stream)?;
+    ///     }
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn group_scope<'env, R>(
+        &self,
+        f: impl for<'scope> FnOnce(&'scope GroupScope<'scope, 'env>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let scope = GroupScope { held: RefCell::new(Vec::new()), _scope: PhantomData, _env: PhantomData };
+        let group = self.group()?;
+        let result = f(&scope);
+        let end = group.end();
+        // The work is launched: the guards may now record their accesses.
+        drop(scope.held.take());
+        let value = result?;
+        end?;
+        Ok(value)
     }
 }

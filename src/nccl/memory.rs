@@ -6,19 +6,19 @@ use core::ffi::c_void;
 use core::ptr;
 
 use crate::arg;
-use crate::nccl::communicator::{Allow, Communicator};
+use crate::nccl::communicator::{Allow, Communicator, Deadline};
 use crate::nccl::library::{Nccl, Sym};
-use crate::nccl::types::{NcclScalar, RedOp, ScalarResidence};
+use crate::nccl::types::{NcclResult, NcclScalar, RedOp, ScalarResidence};
 use crate::Error;
 
 impl Communicator {
-    /// Calls `sym` on this communicator (under its call lock); anything but success is an error.
+    /// Calls `sym` on this communicator (under its call lock); `ncclInProgress` (non-blocking
+    /// mode) is waited out within the operation timeout; anything else but success is an error.
     fn call_checked(&self, sym: Sym, args: &[*const c_void]) -> Result<(), Error> {
-        let r = self.shared.call(sym, args, Allow::Ready)?;
-        if r.is_success() {
-            Ok(())
-        } else {
-            Err(self.shared.nccl.failure(sym, r, self.shared.handle()))
+        match self.shared.call(sym, args, Allow::Ready)? {
+            r if r.is_success() => Ok(()),
+            NcclResult::IN_PROGRESS => self.shared.wait_done(sym, Deadline::after(self.timeouts().operation)),
+            r => Err(self.shared.nccl.failure(sym, r, self.shared.handle())),
         }
     }
 

@@ -37,7 +37,7 @@ pub use collectives::{DeviceBuffer, DeviceBufferMut, Stream};
 pub use communicator::{AbortHandle, Cause, CommState, Communicator, Timeouts};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use create::{CommOptions, Pending, ShrinkMode};
-pub use group::Group;
+pub use group::{Group, GroupScope};
 pub use library::{Candidate, Discovery, Flavor, Nccl, Source, Version, LIBRARY_ENV};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};

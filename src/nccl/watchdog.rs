@@ -164,8 +164,7 @@ impl Watchdog {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records an event after `op`, just enqueued on `stream` (the caller's thread has the
-    /// communicator's context current: it has just launched work there).
+    /// Records an event after `op`, just enqueued on `stream`.
     pub(crate) fn record(&self, op: OpInfo, stream: *mut c_void) -> Result<(), Error> {
         let mut inner = self.lock();
         if inner.stopped {
@@ -173,8 +172,7 @@ impl Watchdog {
         }
         let event = match inner.spare.pop() {
             Some(e) => e,
-            // SAFETY: a context is current (see above); the event is destroyed by `stop`.
-            None => unsafe { self.driver.event_create_raw()? },
+            None => self.new_event()?,
         };
         // SAFETY: a live event and the stream the operation was just enqueued on.
         if let Err(e) = unsafe { self.driver.event_record_raw(event, stream) } {
@@ -185,6 +183,22 @@ impl Watchdog {
         let sequence = inner.next;
         inner.queue.push_back(Tracked { sequence, op, event, enqueued: Instant::now() });
         Ok(())
+    }
+
+    /// A new event on the communicator's context (an event and the stream it is recorded on
+    /// must share a context; the thread's current one may be another GPU's, at a group's end).
+    fn new_event(&self) -> Result<*mut c_void, Error> {
+        let before = self.driver.current_context()?;
+        let switch = self.context.is_some() && before != self.context;
+        if switch {
+            self.driver.set_current(self.context)?;
+        }
+        // SAFETY: a context is current; the event is destroyed by `stop`.
+        let event = unsafe { self.driver.event_create_raw() };
+        if switch {
+            self.driver.set_current(before)?;
+        }
+        event
     }
 
     /// Stops watching; the thread exits at its next look.

@@ -119,6 +119,10 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
 CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
 CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return CUDA_SUCCESS; }
 CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return CUDA_SUCCESS; }
+CUresult cuMemsetD32_v2(uint64_t d, unsigned value, size_t n) {
+    for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = value;
+    return CUDA_SUCCESS;
+}
 CUresult cuStreamCreate(void **s, unsigned flags) {
     (void)flags;
     *s = malloc(1);

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nccl_trampoline::nccl::rendezvous::{fetch_tcp, TcpRoot};
-use nccl_trampoline::nccl::{Communicator, Nccl};
+use nccl_trampoline::nccl::{Communicator, Nccl, WatchdogConfig};
 
 use crate::cuda::{DeviceMemory, DeviceStream, Driver};
 use collective::{Collective, Layout};
@@ -97,9 +97,21 @@ pub struct Args {
     /// The NCCL library (default: the discovery order).
     #[arg(long, value_name = "PATH")]
     pub library: Option<PathBuf>,
+    /// Run every communicator's watchdog with this timeout in seconds (to measure its cost per
+    /// operation with -C 1).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub watchdog: Option<std::time::Duration>,
     /// Internal: `rank,nranks,address` of a process started by --procs.
     #[arg(long, hide = true)]
     pub child: Option<String>,
+}
+
+/// Parses a positive number of seconds.
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
 }
 
 /// Parses `8`, `64K`, `1M`, `1G` (powers of 1024, as nccl-tests).
@@ -217,11 +229,15 @@ impl<'d, 'n> World<'d, 'n> {
         driver: &'d Driver,
         comms: Vec<(Communicator, i32, usize)>,
         plan: &Plan,
+        watchdog: Option<std::time::Duration>,
     ) -> Result<Self, String> {
         let bytes = buffer_bytes(plan);
         let mut ranks = Vec::new();
         for (comm, device, global) in comms {
             driver.activate(device).map_err(|e| e.to_string())?;
+            if let Some(timeout) = watchdog {
+                comm.start_watchdog(WatchdogConfig::new(timeout)).map_err(|e| e.to_string())?;
+            }
             let send = driver.alloc(bytes).map_err(|e| e.to_string())?;
             let recv = driver.alloc(bytes).map_err(|e| e.to_string())?;
             let stream = driver.stream().map_err(|e| e.to_string())?;
@@ -431,7 +447,7 @@ pub fn run(args: &Args) -> Result<bool, String> {
     let devices: Vec<i32> = (0..nranks as i32).collect();
     let comms = Communicator::init_all(&nccl, &devices).map_err(|e| e.to_string())?;
     let comms = comms.into_iter().zip(devices.iter()).enumerate().map(|(g, (c, d))| (c, *d, g)).collect();
-    let world = World::new(&nccl, &driver, comms, &plan)?;
+    let world = World::new(&nccl, &driver, comms, &plan, args.watchdog)?;
     let mut out = Output::new(args, &plan, &nccl, &driver, &vec![std::process::id(); nranks]);
     for (elem, op, size) in plan.steps() {
         let o = world.measure(args, &plan, elem, op, size, false)?;
@@ -553,7 +569,7 @@ fn child(args: &Args, spec: &str) -> Result<(), String> {
     driver.activate(rank as i32).map_err(|e| e.to_string())?;
     let id = fetch_tcp(addr, RENDEZVOUS_TIMEOUT).map_err(|e| e.to_string())?;
     let comm = Communicator::init_rank(&nccl, nranks as i32, &id, rank as i32).map_err(|e| e.to_string())?;
-    let world = World::new(&nccl, &driver, vec![(comm, rank as i32, rank)], &plan)?;
+    let world = World::new(&nccl, &driver, vec![(comm, rank as i32, rank)], &plan, args.watchdog)?;
     for (elem, op, size) in plan.steps() {
         for in_place in [false, true] {
             let m = world.measure(args, &plan, elem, op, size, in_place)?;
