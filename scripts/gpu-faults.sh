@@ -51,5 +51,6 @@ for round in 1 2 3; do
         run "overhead-$mode-$round" 120 $bin/nccl-trampoline perf all_reduce -b 8 -e 64K -f 4 --procs 2 -n 500 -w 50 -C 1 -c 0 --json "${extra[@]}"
     done
 done
-grep -h "PASS\|FAIL\|detected\|shrunk\|watchdog:\|failed as expected\|stale\|dropped in\|passed, [0-9]* failed" "$out"/*.log | sed 's/^/    /'
+run event-record-floor 60 $bin/event_record
+grep -h "PASS\|FAIL\|detected\|shrunk\|watchdog:\|failed as expected\|stale\|dropped in\|passed, [0-9]* failed\|event_record" "$out"/*.log | sed 's/^/    /'
 exit $failed

@@ -26,6 +26,8 @@ cp target/release/examples/{init_all,allreduce,cudarc_streams,survive} .device-b
 cargo build --release --quiet --features cli --bin nccl-trampoline
 cargo build --release --quiet --features cudarc-nccl --example cudarc_allreduce_perf
 cp target/release/nccl-trampoline target/release/examples/cudarc_allreduce_perf .device-bin/
-cp "$(cargo bench --no-run --message-format=json 2>/dev/null | executable call_overhead)" .device-bin/call_overhead
+benches=$(cargo bench --no-run --message-format=json 2>/dev/null)
+cp "$(executable call_overhead <<<"$benches")" .device-bin/call_overhead
+cp "$(executable event_record <<<"$benches")" .device-bin/event_record
 strip .device-bin/*
 ls -l .device-bin/

@@ -297,11 +297,17 @@ impl<'p> Pending<'p> {
                 self.fail_children();
                 Err(e)
             }
-            Ok(r) if r.is_success() => self.complete(),
-            Ok(NcclResult::IN_PROGRESS) => {
+            // Success does not mean done: a non-blocking split or shrink returns ncclSuccess
+            // while the child is still being made (its NCCLCHECK passes ncclInProgress through:
+            // NCCL v2.30.7-1 src/include/checks.h:148-156, src/init.cc:3400-3411), and only the
+            // parent's async state says so. The watched states are polled either way; a
+            // blocking creation is done at the first poll.
+            Ok(r) if r.is_success() || r == NcclResult::IN_PROGRESS => {
                 self.stage = Stage::Polling;
-                for c in self.children.iter().chain(&self.parents) {
-                    c.saw_in_progress();
+                if r == NcclResult::IN_PROGRESS {
+                    for c in self.children.iter().chain(&self.parents) {
+                        c.saw_in_progress();
+                    }
                 }
                 self.poll_progress(block)
             }
@@ -376,14 +382,27 @@ impl<'p> Pending<'p> {
             }
             let mut state = 0i32;
             let out: *mut i32 = &mut state;
-            let guard = owner.enter("ncclCommGetAsyncError", Allow::Creating)?;
+            let guard = match owner.enter("ncclCommGetAsyncError", Allow::Creating) {
+                Ok(g) => g,
+                // A parent aborted meanwhile: its abort joined NCCL's thread, so the child's
+                // slot is final; the child's own state decides (in `complete`).
+                Err(Error::Unusable { state: CommState::Aborted(_) | CommState::Destroyed, .. })
+                    if !self.parents.is_empty() =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            };
             let r = self.nccl.raw(Sym::CommGetAsyncError, &[arg(&handle), arg(&out)])?;
             drop(guard);
             if !r.is_success() {
                 return Err(self.nccl.failure(Sym::CommGetAsyncError, r, handle));
             }
             match NcclResult(state) {
-                NcclResult::IN_PROGRESS => done = false,
+                NcclResult::IN_PROGRESS => {
+                    owner.saw_in_progress();
+                    done = false;
+                }
                 s if s.is_success() => {}
                 s => return Err(self.nccl.failure(self.op, s, handle)),
             }
@@ -402,7 +421,7 @@ impl<'p> Pending<'p> {
                 continue;
             }
             child.set_handle(handle);
-            match rank_info(&self.nccl, handle) {
+            match child_ready(&self.nccl, handle).and_then(|()| rank_info(&self.nccl, handle)) {
                 Ok(info) => child.complete(handle, info),
                 Err(e) => {
                     abort_made(&self.slots, &self.children);
@@ -483,6 +502,18 @@ fn abort_made(slots: &Slots, children: &[Arc<Shared>]) {
             child.set_handle(handle);
             let _ = child.request_abort(Cause::Requested);
         }
+    }
+}
+
+/// A new communicator's own state: NCCL stores a child even when its creation failed
+/// (src/init.cc:1959-1962 runs on the failure path too).
+fn child_ready(nccl: &Nccl, handle: *mut c_void) -> Result<(), Error> {
+    let mut state = 0i32;
+    let out: *mut i32 = &mut state;
+    nccl.check(Sym::CommGetAsyncError, &[arg(&handle), arg(&out)], handle)?;
+    match NcclResult(state) {
+        s if s.is_success() => Ok(()),
+        s => Err(nccl.failure(Sym::CommGetAsyncError, s, handle)),
     }
 }
 

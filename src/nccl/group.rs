@@ -91,15 +91,18 @@ impl<'n> Group<'n> {
             }
         });
         let r = self.nccl.raw(Sym::GroupEnd, &[])?;
-        if r == NcclResult::IN_PROGRESS {
-            for (shared, _) in &members {
+        if !r.is_success() && r != NcclResult::IN_PROGRESS {
+            return Err(self.nccl.failure(Sym::GroupEnd, r, ptr::null_mut()));
+        }
+        // A non-blocking group is launched by NCCL's thread (ncclInProgress); every member that
+        // may be non-blocking is polled until it is done, whatever the group end returned.
+        for (shared, _) in &members {
+            if r == NcclResult::IN_PROGRESS {
                 shared.saw_in_progress();
             }
-            for (shared, _) in &members {
+            if shared.is_nonblocking() {
                 shared.wait_done(Sym::GroupEnd, Deadline::after(shared.timeouts().operation))?;
             }
-        } else if !r.is_success() {
-            return Err(self.nccl.failure(Sym::GroupEnd, r, ptr::null_mut()));
         }
         for (shared, op) in members {
             if let (Some(w), Some((op, stream))) = (shared.watchdog.get(), op) {

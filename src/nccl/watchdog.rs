@@ -201,13 +201,10 @@ impl Watchdog {
         event
     }
 
-    /// Stops watching; the thread exits at its next look.
+    /// Stops watching; the thread exits at its next look and destroys the events (only that
+    /// thread destroys them: it queries them without the lock).
     pub(crate) fn stop(&self) {
-        let mut inner = self.lock();
-        if !inner.stopped {
-            inner.stopped = true;
-            self.release_events(&mut inner);
-        }
+        self.lock().stopped = true;
         self.wake.notify_all();
     }
 
@@ -232,23 +229,33 @@ impl Watchdog {
         self.lock().report.clone()
     }
 
-    /// Retires finished operations; a report for the oldest one past the timeout, if any.
+    /// Retires finished operations; a report for the oldest one past the timeout, if any. The
+    /// lock is not held while the driver is asked, so recording never waits behind a query.
     fn check(&self) -> Option<WatchdogReport> {
-        let mut inner = self.lock();
-        while let Some(front) = inner.queue.front() {
-            // SAFETY: a live event of this watchdog.
-            match unsafe { self.driver.event_query_raw(front.event) } {
+        loop {
+            let (sequence, event, enqueued, op) = {
+                let inner = self.lock();
+                let front = inner.queue.front()?;
+                (front.sequence, front.event, front.enqueued, front.op)
+            };
+            // SAFETY: a live event of this watchdog: only this thread destroys events (when it
+            // exits), and `drain` retires them under the lock.
+            let done = unsafe { self.driver.event_query_raw(event) };
+            let t = Tracked { sequence, op, event, enqueued };
+            match done {
                 Ok(true) => {
-                    let done = inner.queue.pop_front().expect("front exists");
-                    inner.spare.push(done.event);
+                    let mut inner = self.lock();
+                    if inner.queue.front().map(|f| f.sequence) == Some(sequence) {
+                        let retired = inner.queue.pop_front().expect("front exists");
+                        inner.spare.push(retired.event);
+                    }
                 }
-                Ok(false) if front.enqueued.elapsed() < self.config.timeout => return None,
-                Ok(false) => return Some(report(front, Problem::NotFinished)),
-                Err(Error::Cuda { code, .. }) => return Some(report(front, Problem::Cuda { code })),
-                Err(_) => return Some(report(front, Problem::Cuda { code: -1 })),
+                Ok(false) if enqueued.elapsed() < self.config.timeout => return None,
+                Ok(false) => return Some(report(&t, Problem::NotFinished)),
+                Err(Error::Cuda { code, .. }) => return Some(report(&t, Problem::Cuda { code })),
+                Err(_) => return Some(report(&t, Problem::Cuda { code: -1 })),
             }
         }
-        None
     }
 
     /// The report for an asynchronous error, naming the oldest outstanding operation.
@@ -269,14 +276,27 @@ impl Watchdog {
     }
 
     /// Waits (polling, within `deadline`) until every recorded operation finished: what `Drop`
-    /// does before a graceful destroy. `Err`: the cause to abort with.
+    /// does before a graceful destroy. `Err`: the cause to abort with. Queries under the lock,
+    /// so the watchdog thread cannot destroy an event meanwhile.
     pub(crate) fn drain(&self, deadline: Deadline) -> Result<(), Cause> {
         loop {
-            if let Some(r) = self.check() {
-                return Err(Cause::Watchdog(Box::new(r)));
-            }
-            if self.lock().queue.is_empty() {
-                return Ok(());
+            {
+                let mut inner = self.lock();
+                while let Some(front) = inner.queue.front() {
+                    // SAFETY: a live event: the lock keeps the watchdog thread from destroying it.
+                    match unsafe { self.driver.event_query_raw(front.event) } {
+                        Ok(true) => {
+                            let retired = inner.queue.pop_front().expect("front exists");
+                            inner.spare.push(retired.event);
+                        }
+                        Ok(false) if front.enqueued.elapsed() < self.config.timeout => break,
+                        Ok(false) => return Err(Cause::Watchdog(Box::new(report(front, Problem::NotFinished)))),
+                        Err(_) => return Err(Cause::Watchdog(Box::new(report(front, Problem::Cuda { code: -1 })))),
+                    }
+                }
+                if inner.queue.is_empty() {
+                    return Ok(());
+                }
             }
             if deadline.passed() {
                 return Err(Cause::Timeout { operation: "outstanding work at drop", waited: deadline.waited() });
@@ -289,6 +309,13 @@ impl Watchdog {
         if self.context.is_some() {
             let _ = self.driver.set_current(self.context);
         }
+        self.watch(shared);
+        let mut inner = self.lock();
+        inner.stopped = true;
+        self.release_events(&mut inner);
+    }
+
+    fn watch(&self, shared: Weak<Shared>) {
         let started = Instant::now();
         loop {
             {

@@ -16,7 +16,10 @@
  *    caller's out-pointer (src/init.cc:1959-1962, job->newcomm set at :3139 for split/shrink)
  *    and sets the result into the async state of the job's communicator (src/group.cc:728-731):
  *    the new one for init, the PARENT for split and shrink. `late_ms` (default 100) is how long
- *    that thread takes. Before 2.18 (FAKE_VERSION 21701) non-blocking init also keeps the
+ *    that thread takes. Non-blocking init returns ncclInProgress (src/init.cc:2681-2684), but
+ *    split and shrink return ncclSuccess with the child still being made: their NCCLCHECK
+ *    passes ncclInProgress through (src/include/checks.h:148-156, src/init.cc:3400-3411), so
+ *    only the parent's async state tells. Before 2.18 (FAKE_VERSION 21701) non-blocking init also keeps the
  *    caller's out-pointer: the job reads *newcomm late and writes NULL there on failure
  *    (v2.17.1-1 src/init.cc:1091-1092, 1272-1273).
  *  - A communicator not yet ready (async state ncclInProgress) refuses further calls with
@@ -648,7 +651,8 @@ static ncclResult_t child(ncclComm_t parent, ncclComm_t *newcomm, int nranks, in
         return ncclSuccess;
     }
     parent->child_abort = &c->abort_flag;
-    return start_job((struct job){JOB_CHILD, parent, c, newcomm, hang_init, NULL});
+    (void)start_job((struct job){JOB_CHILD, parent, c, newcomm, hang_init, NULL});
+    return ncclSuccess; /* not ncclInProgress: see the header */
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
