@@ -129,6 +129,9 @@ impl fmt::Display for WatchdogReport {
     }
 }
 
+/// Events a watchdog makes when it starts.
+const INITIAL_EVENTS: usize = 64;
+
 struct Tracked {
     sequence: u64,
     op: OpInfo,
@@ -170,8 +173,19 @@ impl Watchdog {
         if inner.stopped {
             return Ok(());
         }
+        // No event is created on this path while one can be reused: a spare one, else the
+        // oldest outstanding one if its work is done (the GPU keeps up; the watchdog's thread
+        // looks only every poll interval).
         let event = match inner.spare.pop() {
             Some(e) => e,
+            // SAFETY: a live event: the lock keeps the watchdog thread from destroying it.
+            None if inner
+                .queue
+                .front()
+                .is_some_and(|f| unsafe { self.driver.event_query_raw(f.event) } == Ok(true)) =>
+            {
+                inner.queue.pop_front().expect("front exists").event
+            }
             None => self.new_event()?,
         };
         // SAFETY: a live event and the stream the operation was just enqueued on.
@@ -251,6 +265,9 @@ impl Watchdog {
                     }
                 }
                 Ok(false) if enqueued.elapsed() < self.config.timeout => return None,
+                // The recording thread may have retired and reused this event meanwhile: only a
+                // front that is still this operation is late.
+                Ok(false) if self.lock().queue.front().map(|f| f.sequence) != Some(sequence) => continue,
                 Ok(false) => return Some(report(&t, Problem::NotFinished)),
                 Err(Error::Cuda { code, .. }) => return Some(report(&t, Problem::Cuda { code })),
                 Err(_) => return Some(report(&t, Problem::Cuda { code: -1 })),
@@ -386,6 +403,15 @@ impl Communicator {
             }),
             wake: Condvar::new(),
         });
+        // Events made now, not on the first operations' path.
+        let spare = (0..INITIAL_EVENTS).map(|_| dog.new_event()).collect::<Result<Vec<_>, Error>>();
+        match spare {
+            Ok(events) => dog.lock().spare = events,
+            Err(e) => {
+                dog.release_events(&mut dog.lock());
+                return Err(e);
+            }
+        }
         self.shared
             .watchdog
             .set(Arc::clone(&dog))
