@@ -367,6 +367,36 @@ impl Communicator {
     // accesses' guards, which the caller drops once the work is launched: at once outside a
     // group, at its end inside a `GroupScope`.
 
+    /// A two-buffer collective: the device and stream checks, both accesses, then `enqueue`.
+    fn two_buffers<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        what: [&'static str; 2],
+        send: &'b B,
+        recv: &'b mut M,
+        stream: &'b S,
+        enqueue: impl FnOnce(*const c_void, *mut c_void) -> Result<(), Error>,
+    ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
+        self.check_access(stream, &[(what[0], send.device(), send.stream()), (what[1], recv.device(), recv.stream())])?;
+        let (s, read) = send.device_ptr(stream)?;
+        let (r, write) = recv.device_ptr_mut(stream)?;
+        enqueue(s, r)?;
+        Ok((read, write))
+    }
+
+    /// A collective on one buffer it writes: the checks, the access, then `enqueue`.
+    fn one_buffer<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        what: &'static str,
+        buf: &'b mut M,
+        stream: &'b S,
+        enqueue: impl FnOnce(*mut c_void) -> Result<(), Error>,
+    ) -> Result<M::Guard<'b>, Error> {
+        self.check_access(stream, &[(what, buf.device(), buf.stream())])?;
+        let (p, write) = buf.device_ptr_mut(stream)?;
+        enqueue(p)?;
+        Ok(write)
+    }
+
     pub(crate) fn all_reduce_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
         &self,
         send: &'b B,
@@ -375,17 +405,12 @@ impl Communicator {
         stream: &'b S,
     ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
         at_least("all_reduce recv", send.len(), recv.len())?;
-        self.check_access(
-            stream,
-            &[("all_reduce send", send.device(), send.stream()), ("all_reduce recv", recv.device(), recv.stream())],
-        )?;
         let n = send.len();
-        let (s, read) = send.device_ptr(stream)?;
-        let (r, write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the length checked above; the guards end
-        // the accesses after the launch.
-        unsafe { self.all_reduce_raw(s, r, n, T::DATA_TYPE, op, stream.as_raw()) }?;
-        Ok((read, write))
+        self.two_buffers(["all_reduce send", "all_reduce recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts, and the length checked above; the guards
+            // end the accesses after the launch.
+            unsafe { self.all_reduce_raw(s, r, n, T::DATA_TYPE, op, stream.as_raw()) }
+        })
     }
 
     pub(crate) fn all_reduce_in_place_held<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
@@ -394,12 +419,11 @@ impl Communicator {
         op: RedOp,
         stream: &'b S,
     ) -> Result<M::Guard<'b>, Error> {
-        self.check_access(stream, &[("all_reduce buffer", buf.device(), buf.stream())])?;
         let n = buf.len();
-        let (p, write) = buf.device_ptr_mut(stream)?;
-        // SAFETY: the buffer trait's contract; send == recv is NCCL's in-place form.
-        unsafe { self.all_reduce_raw(p, p, n, T::DATA_TYPE, op, stream.as_raw()) }?;
-        Ok(write)
+        self.one_buffer("all_reduce buffer", buf, stream, |p| {
+            // SAFETY: the buffer trait's contract; send == recv is NCCL's in-place form.
+            unsafe { self.all_reduce_raw(p, p, n, T::DATA_TYPE, op, stream.as_raw()) }
+        })
     }
 
     pub(crate) fn broadcast_held<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
@@ -408,12 +432,11 @@ impl Communicator {
         root: i32,
         stream: &'b S,
     ) -> Result<M::Guard<'b>, Error> {
-        self.check_access(stream, &[("broadcast buffer", buf.device(), buf.stream())])?;
         let n = buf.len();
-        let (p, write) = buf.device_ptr_mut(stream)?;
-        // SAFETY: the buffer trait's contract; in place.
-        unsafe { self.broadcast_raw(p, p, n, T::DATA_TYPE, root, stream.as_raw()) }?;
-        Ok(write)
+        self.one_buffer("broadcast buffer", buf, stream, |p| {
+            // SAFETY: the buffer trait's contract; in place.
+            unsafe { self.broadcast_raw(p, p, n, T::DATA_TYPE, root, stream.as_raw()) }
+        })
     }
 
     pub(crate) fn reduce_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
@@ -425,16 +448,11 @@ impl Communicator {
         stream: &'b S,
     ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
         at_least("reduce recv", send.len(), recv.len())?;
-        self.check_access(
-            stream,
-            &[("reduce send", send.device(), send.stream()), ("reduce recv", recv.device(), recv.stream())],
-        )?;
         let n = send.len();
-        let (s, read) = send.device_ptr(stream)?;
-        let (r, write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.reduce_raw(s, r, n, T::DATA_TYPE, op, root, stream.as_raw()) }?;
-        Ok((read, write))
+        self.two_buffers(["reduce send", "reduce recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts, and the length checked above.
+            unsafe { self.reduce_raw(s, r, n, T::DATA_TYPE, op, root, stream.as_raw()) }
+        })
     }
 
     pub(crate) fn all_gather_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
@@ -443,18 +461,12 @@ impl Communicator {
         recv: &'b mut M,
         stream: &'b S,
     ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
-        let n = self.ranks()?;
-        at_least("all_gather recv", send.len().saturating_mul(n), recv.len())?;
-        self.check_access(
-            stream,
-            &[("all_gather send", send.device(), send.stream()), ("all_gather recv", recv.device(), recv.stream())],
-        )?;
+        at_least("all_gather recv", send.len().saturating_mul(self.ranks()?), recv.len())?;
         let count = send.len();
-        let (s, read) = send.device_ptr(stream)?;
-        let (r, write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.all_gather_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }?;
-        Ok((read, write))
+        self.two_buffers(["all_gather send", "all_gather recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts, and the length checked above.
+            unsafe { self.all_gather_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }
+        })
     }
 
     pub(crate) fn reduce_scatter_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
@@ -464,21 +476,12 @@ impl Communicator {
         op: RedOp,
         stream: &'b S,
     ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
-        let n = self.ranks()?;
-        at_least("reduce_scatter send", recv.len().saturating_mul(n), send.len())?;
-        self.check_access(
-            stream,
-            &[
-                ("reduce_scatter send", send.device(), send.stream()),
-                ("reduce_scatter recv", recv.device(), recv.stream()),
-            ],
-        )?;
+        at_least("reduce_scatter send", recv.len().saturating_mul(self.ranks()?), send.len())?;
         let count = recv.len();
-        let (s, read) = send.device_ptr(stream)?;
-        let (r, write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the length checked above.
-        unsafe { self.reduce_scatter_raw(s, r, count, T::DATA_TYPE, op, stream.as_raw()) }?;
-        Ok((read, write))
+        self.two_buffers(["reduce_scatter send", "reduce_scatter recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts, and the length checked above.
+            unsafe { self.reduce_scatter_raw(s, r, count, T::DATA_TYPE, op, stream.as_raw()) }
+        })
     }
 
     pub(crate) fn send_held<'b, T: NcclScalar, B: DeviceBuffer<T>, S: Stream>(
@@ -501,12 +504,11 @@ impl Communicator {
         peer: i32,
         stream: &'b S,
     ) -> Result<M::Guard<'b>, Error> {
-        self.check_access(stream, &[("recv buffer", buf.device(), buf.stream())])?;
         let n = buf.len();
-        let (p, write) = buf.device_ptr_mut(stream)?;
-        // SAFETY: the buffer trait's contract.
-        unsafe { self.recv_raw(p, n, T::DATA_TYPE, peer, stream.as_raw()) }?;
-        Ok(write)
+        self.one_buffer("recv buffer", buf, stream, |p| {
+            // SAFETY: the buffer trait's contract.
+            unsafe { self.recv_raw(p, n, T::DATA_TYPE, peer, stream.as_raw()) }
+        })
     }
 
     pub(crate) fn all_to_all_held<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
@@ -523,16 +525,11 @@ impl Communicator {
                 got: recv.len(),
             });
         }
-        self.check_access(
-            stream,
-            &[("all_to_all send", send.device(), send.stream()), ("all_to_all recv", recv.device(), recv.stream())],
-        )?;
         let count = send.len() / n;
-        let (s, read) = send.device_ptr(stream)?;
-        let (r, write) = recv.device_ptr_mut(stream)?;
-        // SAFETY: the buffer traits' contracts, and the lengths checked above.
-        unsafe { self.all_to_all_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }?;
-        Ok((read, write))
+        self.two_buffers(["all_to_all send", "all_to_all recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts, and the lengths checked above.
+            unsafe { self.all_to_all_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }
+        })
     }
 
     /// Waits until the work queued on `stream` so far has run, within the operation timeout.
