@@ -10,12 +10,15 @@
 //! ```
 //!
 //! `--scenario` picks what is shown:
-//! - `shrink` (default): detect, shrink, continue; rerun with `--kill` twice (`--kill 3 --kill 2`)
-//!   to lose two ranks one after the other.
+//! - `shrink` (default): detect, shrink, continue. `--kill R@I` kills rank R at iteration I
+//!   (`--kill 3@4 --kill 2@8`: two ranks lost one after the other, two shrinks).
 //! - `before-init`: the victim dies before init; the others' init times out with a typed error
 //!   within the creation deadline + 10 %, and they exit cleanly.
 //! - `watchdog`: the watchdog aborts the communicator and reports the stalled operation within
 //!   its timeout + 10 %; the abort and the drop return; the survivors exit 0.
+//! - `split`: no rank dies. The world is split into sub-communicators by color (rank mod 2),
+//!   an all-reduce runs in each (every element checked), and parent and child are torn down in
+//!   every order (destroy, abort, drop; parent first and child first), each bounded.
 //!
 //! Other options: `--iters K` (default 12), `--count C` floats per all-reduce (default 2^26:
 //! 256 MiB), `--timeout S` seconds for the watchdog and the deadline (default 5),
@@ -37,12 +40,14 @@ enum Scenario {
     Shrink,
     BeforeInit,
     Watchdog,
+    Split,
 }
 
 #[derive(Clone, Debug)]
 struct Args {
     ranks: usize,
-    kill: Vec<usize>,
+    /// Victims: (rank, iteration it dies at).
+    kill: Vec<(usize, usize)>,
     at: usize,
     iters: usize,
     count: usize,
@@ -72,7 +77,14 @@ fn parse() -> Result<Args, String> {
         let number = |v: String| v.parse::<usize>().map_err(|e| format!("{flag}: {e}"));
         match flag.as_str() {
             "--ranks" => a.ranks = number(value()?)?,
-            "--kill" => a.kill.push(number(value()?)?),
+            "--kill" => {
+                let v = value()?;
+                let (rank, at) = match v.split_once('@') {
+                    Some((r, i)) => (number(r.to_string())?, Some(number(i.to_string())?)),
+                    None => (number(v)?, None),
+                };
+                a.kill.push((rank, at.unwrap_or(usize::MAX)));
+            }
             "--at" => a.at = number(value()?)?,
             "--iters" => a.iters = number(value()?)?,
             "--count" => a.count = number(value()?)?,
@@ -85,7 +97,8 @@ fn parse() -> Result<Args, String> {
                     "shrink" => Scenario::Shrink,
                     "before-init" => Scenario::BeforeInit,
                     "watchdog" => Scenario::Watchdog,
-                    other => return Err(format!("unknown scenario {other}: shrink, before-init or watchdog")),
+                    "split" => Scenario::Split,
+                    other => return Err(format!("unknown scenario {other}: shrink, before-init, watchdog or split")),
                 }
             }
             "--rank" => a.rank = Some(number(value()?)?),
@@ -93,11 +106,16 @@ fn parse() -> Result<Args, String> {
             other => return Err(format!("unknown option {other} (see the example's documentation)")),
         }
     }
-    if a.ranks < 2 || a.kill.iter().any(|k| *k >= a.ranks) || a.kill.len() >= a.ranks {
+    if a.ranks < 2 || a.kill.iter().any(|(k, _)| *k >= a.ranks) || a.kill.len() >= a.ranks {
         return Err("need --ranks >= 2 and fewer --kill ranks, each below --ranks".into());
     }
-    if a.kill.is_empty() {
-        a.kill.push(a.ranks - 1);
+    if a.kill.is_empty() && a.scenario != Scenario::Split {
+        a.kill.push((a.ranks - 1, a.at));
+    }
+    for (_, at) in &mut a.kill {
+        if *at == usize::MAX {
+            *at = a.at;
+        }
     }
     Ok(a)
 }
@@ -163,7 +181,7 @@ fn launcher(args: &Args) -> Result<(), String> {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        let victim = args.kill.contains(&r);
+        let victim = args.kill.iter().any(|(k, _)| *k == r);
         use std::os::unix::process::ExitStatusExt;
         let ok = match status {
             None => {
@@ -236,8 +254,8 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
     } else {
         rendezvous::wait_file(&id_file, Duration::from_secs(60)).map_err(e)?
     };
-    let victim = args.kill.contains(&rank);
-    if args.scenario == Scenario::BeforeInit && victim {
+    let dies_at = args.kill.iter().find(|(k, _)| *k == rank).map(|(_, at)| *at);
+    if args.scenario == Scenario::BeforeInit && dies_at.is_some() {
         die(rank, "before init");
     }
 
@@ -268,6 +286,9 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
     }
     let mut comm = made.map_err(e)?;
     println!("rank {rank}: GPU {gpu}, NCCL {}, communicator ready in {:.2?}", nccl.version(), started.elapsed());
+    if args.scenario == Scenario::Split {
+        return split_orders(&driver, &comm, rank, args);
+    }
     let action = if args.scenario == Scenario::Watchdog { WatchdogAction::Abort } else { WatchdogAction::MarkFailed };
     comm.start_watchdog(WatchdogConfig::new(args.timeout).action(action)).map_err(e)?;
 
@@ -284,7 +305,7 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
         // is a stream of this GPU.
         unsafe { comm.all_reduce_raw(buf.ptr(), buf.ptr(), args.count, DataType::FLOAT32, RedOp::SUM, stream.raw()) }
             .map_err(e)?;
-        if victim && i == args.at {
+        if dies_at == Some(i) {
             die(rank, &format!("at iteration {i}, its all-reduce in flight"));
         }
         match comm.wait(&stream) {
@@ -341,6 +362,78 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
     let t = Instant::now();
     comm.destroy().map_err(e)?;
     println!("rank {rank}: done: {} iterations, every element checked; destroy took {:.2?}", args.iters, t.elapsed());
+    Ok(())
+}
+
+/// How a parent and its child are torn down, in order.
+const ORDERS: [&str; 7] = [
+    "destroy parent, then child",
+    "destroy child, then parent",
+    "abort parent, then destroy child",
+    "abort child, then destroy parent",
+    "abort both",
+    "drop parent, then child",
+    "drop child, then parent",
+];
+
+/// The split scenario: for each teardown order, a copy of the world split by color, a checked
+/// all-reduce in the child and in the parent, then the teardown, bounded.
+fn split_orders(driver: &Driver, world: &Communicator, rank: usize, args: &Args) -> Result<(), String> {
+    let e = |e: nccl_trampoline::Error| e.to_string();
+    let color = (rank % 2) as i32;
+    let count = args.count.min(1 << 22);
+    let buf = driver.alloc(count * 4).map_err(e)?;
+    let stream = driver.stream().map_err(e)?;
+    let mut host = vec![0f32; count];
+    let check = |comm: &Communicator, members: &[usize], host: &mut Vec<f32>| -> Result<(), String> {
+        buf.fill_u32(((rank + 1) as f32).to_bits()).map_err(e)?;
+        // SAFETY: `buf` holds `count` floats of this GPU; `stream` is a stream of this GPU.
+        unsafe { comm.all_reduce_raw(buf.ptr(), buf.ptr(), count, DataType::FLOAT32, RedOp::SUM, stream.raw()) }.map_err(e)?;
+        comm.wait(&stream).map_err(e)?;
+        // SAFETY: plain data, viewed as bytes for the copy.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(host.as_mut_ptr().cast::<u8>(), host.len() * 4) };
+        buf.download(bytes).map_err(e)?;
+        let want = members.iter().map(|m| (m + 1) as f32).sum::<f32>();
+        match host.iter().filter(|v| **v != want).count() {
+            0 => Ok(()),
+            wrong => Err(format!("rank {rank}: {wrong} of {count} elements wrong (want {want})")),
+        }
+    };
+    let everyone: Vec<usize> = (0..args.ranks).collect();
+    let same_color: Vec<usize> = everyone.iter().copied().filter(|r| r % 2 == rank % 2).collect();
+    for order in ORDERS {
+        let parent = world.split(0, rank as i32, None).map_err(e)?.ok_or("no parent")?;
+        let child = parent.split(color, rank as i32, None).map_err(e)?.ok_or("no child")?;
+        if child.count().map_err(e)? as usize != same_color.len() {
+            return Err(format!("rank {rank}: a child of {} ranks, expected {}", child.count().map_err(e)?, same_color.len()));
+        }
+        check(&child, &same_color, &mut host)?;
+        check(&parent, &everyone, &mut host)?;
+        let t = Instant::now();
+        let torn = match order {
+            "destroy parent, then child" => parent.destroy().and_then(|()| child.destroy()),
+            "destroy child, then parent" => child.destroy().and_then(|()| parent.destroy()),
+            "abort parent, then destroy child" => parent.abort().and_then(|()| child.destroy()),
+            "abort child, then destroy parent" => child.abort().and_then(|()| parent.destroy()),
+            "abort both" => parent.abort().and_then(|()| child.abort()),
+            "drop parent, then child" => {
+                drop(parent);
+                drop(child);
+                Ok(())
+            }
+            _ => {
+                drop(child);
+                drop(parent);
+                Ok(())
+            }
+        };
+        torn.map_err(e)?;
+        println!(
+            "rank {rank}: split into a child of {} ranks (color {color}); all-reduces checked; {order}: {:.2?}",
+            same_color.len(),
+            t.elapsed()
+        );
+    }
     Ok(())
 }
 

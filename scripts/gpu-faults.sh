@@ -7,6 +7,7 @@
 #       all-reduce within its timeout + 10 %, abort and drop return, the survivor exits 0;
 #   (c) survive: a rank killed mid-loop, the survivor shrinks and goes on, every element
 #       checked (blocking and non-blocking communicators);
+#   (c') split by color, checked all-reduces in child and parent, every teardown order;
 #   (d) cudarc: 10 in-place all-reduces on stream A, read on stream B: no stale element;
 #   (e) NCCL_COMM_BLOCKING=0 in the environment: the GPU tests, the examples and survive;
 #   and the watchdog's cost per operation: perf -C 1 at small sizes, with and without it.
@@ -37,6 +38,7 @@ run a-killed-before-init 120 $bin/survive --scenario before-init --ranks 2 --kil
 run b-watchdog-256MiB 180 $bin/survive --scenario watchdog --ranks 2 --kill 1 --at 5 --count 67108864 --timeout 10
 run c-survive-blocking 180 $bin/survive --ranks 2 --kill 1 --at 5 --count 67108864 --timeout 5
 run c-survive-nonblocking 180 $bin/survive --ranks 2 --kill 1 --at 5 --count 67108864 --timeout 5 --nonblocking
+run c-split-teardown-orders 180 $bin/survive --scenario split --ranks 2
 run d-cudarc-streams 120 $bin/cudarc_streams
 NCCL_COMM_BLOCKING=0 run e-env-gpu-tests 300 $bin/gpu --nocapture --test-threads=1
 NCCL_COMM_BLOCKING=0 run e-env-init_all 120 $bin/init_all
@@ -52,5 +54,5 @@ for round in 1 2 3; do
     done
 done
 run event-record-floor 60 $bin/event_record
-grep -h "PASS\|FAIL\|detected\|shrunk\|watchdog:\|failed as expected\|stale\|dropped in\|passed, [0-9]* failed\|event_record" "$out"/*.log | sed 's/^/    /'
+grep -h "PASS\|FAIL\|detected\|shrunk\|watchdog:\|failed as expected\|stale\|dropped in\|passed, [0-9]* failed\|event_record\|teardown\|: [0-9.]*[mµ]*s$" "$out"/*.log | sed 's/^/    /'
 exit $failed
