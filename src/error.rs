@@ -276,4 +276,32 @@ pub enum Error {
         /// What it was waiting for.
         waiting_for: &'static str,
     },
+    /// A launcher variable whose value does not parse.
+    #[error("launcher variable {variable}={value:?}: expected {expected}")]
+    LauncherVariable {
+        /// The variable.
+        variable: String,
+        /// Its value (never a secret's: those are not echoed).
+        value: String,
+        /// What it should hold.
+        expected: &'static str,
+    },
+    /// Part of a launcher's variable set without the rest ("half a set").
+    #[error("{launcher} variables incomplete: {} set but {} missing", present.join(", "), missing.join(", "))]
+    LauncherIncomplete {
+        /// The launcher whose variables were found.
+        launcher: &'static str,
+        /// The variables that are set.
+        present: Vec<String>,
+        /// The variables that would complete the set.
+        missing: Vec<String>,
+    },
+    /// Launcher variables that contradict each other (a rank not below the size, ...).
+    #[error("launcher variables contradict each other: {detail} ({})", variables.join(", "))]
+    LauncherContradiction {
+        /// The variables involved, each as `NAME=value`.
+        variables: Vec<String>,
+        /// What is wrong.
+        detail: String,
+    },
 }

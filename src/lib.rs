@@ -42,6 +42,7 @@ pub mod abi;
 pub mod cuda;
 pub mod engine;
 mod error;
+pub mod launch;
 pub mod limits;
 pub mod nccl;
 mod plan;
