@@ -304,4 +304,39 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
+    /// No MPI library could be loaded; every candidate tried, with why it failed.
+    #[error("no MPI library could be loaded; tried: {}", tried.join("; "))]
+    MpiNotFound {
+        /// `path: reason` for each candidate.
+        tried: Vec<String>,
+    },
+    /// The loaded MPI library cannot be used: an ABI this crate does not know, a missing
+    /// function, or MPI already finalized in this process.
+    #[error("MPI library {library}: {detail}")]
+    MpiLibrary {
+        /// The library.
+        library: String,
+        /// What was found.
+        detail: String,
+    },
+    /// An MPI call returned an error code.
+    #[error("{function} failed: MPI error {code}{}", if text.is_empty() { String::new() } else { format!(" ({text})") })]
+    Mpi {
+        /// The MPI function.
+        function: &'static str,
+        /// Its return code.
+        code: i32,
+        /// `MPI_Error_string`'s text.
+        text: String,
+    },
+    /// What MPI reports about the job disagrees with the launcher's variables.
+    #[error("MPI reports {what} {mpi}, the launcher's variables say {launcher}")]
+    MpiMismatch {
+        /// "rank" or "size".
+        what: &'static str,
+        /// MPI's value.
+        mpi: i32,
+        /// The world's value.
+        launcher: u32,
+    },
 }

@@ -1,6 +1,6 @@
 //! Starting the way real jobs start: which rank this process is, found in the variables of
 //! the launcher that started it (torchrun, Slurm, Open MPI, MPICH, MVAPICH2, Kubeflow, or the
-//! crate's own).
+//! crate's own), and MPI loaded at run time and called through the call core.
 //!
 //! ```
 //! use nccl_trampoline::launch::{Launcher, World};
@@ -17,6 +17,8 @@
 //! ```
 
 pub mod hostlist;
+mod mpi;
 mod world;
 
+pub use mpi::{candidates as mpi_candidates, Mpi, MpiAbi, MpiSession};
 pub use world::{vars, Launcher, Secret, World};
