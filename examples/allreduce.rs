@@ -9,7 +9,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
 use cudarc::driver::CudaContext;
-use nccl_trampoline::nccl::{rendezvous, Communicator, Nccl, RedOp};
+use nccl_trampoline::nccl::rendezvous::{self, RendezvousKey};
+use nccl_trampoline::nccl::{Communicator, Nccl, RedOp};
 
 const COUNT: usize = 1 << 20;
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -34,11 +35,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("no GPU visible".into());
     }
     let root = TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    // The rendezvous serves only ranks that prove this job's secret.
+    let secret = RendezvousKey::random_secret()?;
     let exe = std::env::current_exe()?;
     let workers: Vec<_> = (0..nranks)
         .map(|r| {
             std::process::Command::new(&exe)
                 .args(["--rank", &r.to_string(), "--nranks", &nranks.to_string(), "--root", &root.to_string()])
+                .env("NCCL_TRAMPOLINE_SECRET", &secret)
                 .spawn()
         })
         .collect::<Result<_, _>>()?;
@@ -64,12 +68,13 @@ fn worker(rank: usize, nranks: usize, root: SocketAddr) -> Result<(), Box<dyn st
     ctx.bind_to_thread()?;
     let stream = ctx.default_stream();
 
+    let key = RendezvousKey::from_secret(std::env::var("NCCL_TRAMPOLINE_SECRET")?.as_bytes());
     let id = if rank == 0 {
         let id = nccl.unique_id()?;
-        rendezvous::TcpRoot::bind(root)?.serve(&id, nranks - 1, TIMEOUT)?;
+        rendezvous::TcpRoot::bind(root, key)?.serve(&id, 1..nranks as u32, TIMEOUT)?;
         id
     } else {
-        rendezvous::fetch_tcp(root, TIMEOUT)?
+        rendezvous::fetch_tcp(root, &key, rank as u32, TIMEOUT)?
     };
     let comm = Communicator::init_rank(&nccl, nranks as i32, &id, rank as i32)?;
 

@@ -247,12 +247,17 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
     let nccl = Nccl::load().map_err(e)?;
     heartbeat(&dir, rank);
     let id_file = dir.join("unique-id");
+    // The run's directory names the job: every rank has it, no other run does.
+    let key = rendezvous::RendezvousKey::from_secret(dir.to_string_lossy().as_bytes());
     let id = if rank == 0 {
         let id = nccl.unique_id().map_err(e)?;
-        rendezvous::publish_file(&id_file, &id).map_err(e)?;
+        rendezvous::publish_file(&id_file, &id, &key).map_err(e)?;
         id
     } else {
-        rendezvous::wait_file(&id_file, Duration::from_secs(60)).map_err(e)?
+        // A file published before this worker started (minus the slack for ranks starting
+        // apart) is another run's.
+        let not_before = SystemTime::now() - Duration::from_secs(300);
+        rendezvous::wait_file(&id_file, &key, not_before, Duration::from_secs(60)).map_err(e)?
     };
     let dies_at = args.kill.iter().find(|(k, _)| *k == rank).map(|(_, at)| *at);
     if args.scenario == Scenario::BeforeInit && dies_at.is_some() {

@@ -339,4 +339,28 @@ pub enum Error {
         /// The world's value.
         launcher: u32,
     },
+    /// The TCP rendezvous root's deadline passed before every rank had the id.
+    #[error("rendezvous timed out after {waited:?}: {} rank(s) never fetched the unique id ({}{})", missing.len(), missing.iter().take(8).map(|r| r.to_string()).collect::<Vec<_>>().join(", "), if missing.len() > 8 { ", ..." } else { "" })]
+    RendezvousMissingRanks {
+        /// How long the root waited.
+        waited: std::time::Duration,
+        /// The ranks that did not fetch the id, in order.
+        missing: Vec<u32>,
+    },
+    /// A rendezvous peer failed to prove the per-job secret (a wrong secret, another job, or
+    /// someone else's listener at the root's address).
+    #[error("rendezvous: {who} failed authentication")]
+    RendezvousAuth {
+        /// Which side failed: "the root" (seen by a rank) or "a client".
+        who: &'static str,
+    },
+    /// A rendezvous file that is refused (not a regular file, another owner, writable by
+    /// others).
+    #[error("rendezvous file {}: {reason}", path.display())]
+    RendezvousFile {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
 }

@@ -416,6 +416,7 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
             return;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let secret = rendezvous::RendezvousKey::random_secret().unwrap();
         let exe = std::env::current_exe().unwrap();
         let children: Vec<_> = (0..2)
             .map(|r| {
@@ -428,6 +429,7 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
                     ])
                     .env("NCCL_TRAMPOLINE_GPU_RANK", r.to_string())
                     .env("NCCL_TRAMPOLINE_GPU_ROOT", format!("127.0.0.1:{port}"))
+                    .env("NCCL_TRAMPOLINE_GPU_SECRET", &secret)
                     .spawn()
                     .unwrap()
             })
@@ -455,13 +457,14 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
     let nccl = Nccl::load().expect("load NCCL");
     let cuda = Cuda::load().expect("load the CUDA driver");
     cuda.activate(rank as i32).unwrap();
+    let key = rendezvous::RendezvousKey::from_secret(std::env::var("NCCL_TRAMPOLINE_GPU_SECRET").unwrap().as_bytes());
     let id = if rank == 0 {
         let id = nccl.unique_id().unwrap();
-        let server = rendezvous::TcpRoot::bind(root).unwrap();
-        server.serve(&id, n - 1, Duration::from_secs(60)).unwrap();
+        let server = rendezvous::TcpRoot::bind(root, key).unwrap();
+        server.serve(&id, 1..n as u32, Duration::from_secs(60)).unwrap();
         id
     } else {
-        rendezvous::fetch_tcp(root, Duration::from_secs(60)).unwrap()
+        rendezvous::fetch_tcp(root, &key, rank as u32, Duration::from_secs(60)).unwrap()
     };
     let comm = Communicator::init_rank(&nccl, n as i32, &id, rank as i32).expect("ncclCommInitRank");
     assert_eq!((comm.count().unwrap(), comm.rank().unwrap()), (n as i32, rank as i32));

@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nccl_trampoline::nccl::rendezvous::{fetch_tcp, TcpRoot};
+use nccl_trampoline::nccl::rendezvous::{fetch_tcp, RendezvousKey, TcpRoot};
 use nccl_trampoline::nccl::{Communicator, Nccl, WatchdogConfig};
 
 use crate::cuda::{DeviceMemory, DeviceStream, Driver};
@@ -549,6 +549,9 @@ impl<'a> Output<'a> {
     }
 }
 
+/// The rendezvous secret a process started by --procs gets from its parent.
+const SECRET: &str = "NCCL_TRAMPOLINE_SECRET";
+
 /// How long a process started by --procs waits for the unique id.
 const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -567,7 +570,9 @@ fn child(args: &Args, spec: &str) -> Result<(), String> {
     let nccl = load(args)?;
     let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
     driver.activate(rank as i32).map_err(|e| e.to_string())?;
-    let id = fetch_tcp(addr, RENDEZVOUS_TIMEOUT).map_err(|e| e.to_string())?;
+    let secret = std::env::var(SECRET).map_err(|_| format!("{SECRET} is not set"))?;
+    let key = RendezvousKey::from_secret(secret.as_bytes());
+    let id = fetch_tcp(addr, &key, rank as u32, RENDEZVOUS_TIMEOUT).map_err(|e| e.to_string())?;
     let comm = Communicator::init_rank(&nccl, nranks as i32, &id, rank as i32).map_err(|e| e.to_string())?;
     let world = World::new(&nccl, &driver, vec![(comm, rank as i32, rank)], &plan, args.watchdog)?;
     for (elem, op, size) in plan.steps() {
@@ -584,7 +589,8 @@ fn parent(args: &Args) -> Result<bool, String> {
     let nranks = args.procs as usize;
     let (plan, nccl, driver) = prepare(args, nranks, "--procs")?;
     let id = nccl.unique_id().map_err(|e| e.to_string())?;
-    let root = TcpRoot::bind_loopback().map_err(|e| e.to_string())?;
+    let secret = RendezvousKey::random_secret().map_err(|e| e.to_string())?;
+    let root = TcpRoot::bind_loopback(RendezvousKey::from_secret(secret.as_bytes())).map_err(|e| e.to_string())?;
     let addr = root.local_addr().map_err(|e| e.to_string())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -595,6 +601,7 @@ fn parent(args: &Args) -> Result<bool, String> {
             .args(&argv)
             .arg("--child")
             .arg(format!("{rank},{nranks},{addr}"))
+            .env(SECRET, &secret)
             .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| format!("starting rank {rank}: {e}"))?;
@@ -612,7 +619,7 @@ fn parent(args: &Args) -> Result<bool, String> {
     }
     let pids: Vec<u32> = children.iter().map(Child::id).collect();
     let served = std::thread::scope(|s| {
-        let server = s.spawn(|| root.serve(&id, nranks, RENDEZVOUS_TIMEOUT));
+        let server = s.spawn(|| root.serve(&id, 0..nranks as u32, RENDEZVOUS_TIMEOUT).map(|_| ()));
         let merged = merge(args, &plan, &nccl, &driver, &receivers, &pids);
         (server.join(), merged)
     });
