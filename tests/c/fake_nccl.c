@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef FAKE_VERSION
 #define FAKE_VERSION 23203
@@ -65,7 +66,7 @@
 
 typedef struct { char internal[128]; } ncclUniqueId;
 typedef struct CUstream_st *cudaStream_t;
-typedef enum { ncclSuccess = 0, ncclInternalError = 3, ncclInvalidArgument = 4, ncclInvalidUsage = 5,
+typedef enum { ncclSuccess = 0, ncclSystemError = 2, ncclInternalError = 3, ncclInvalidArgument = 4, ncclInvalidUsage = 5,
                ncclInProgress = 7 } ncclResult_t;
 typedef enum { ncclInt8 = 0, ncclNumTypes = 12 } ncclDataType_t;
 typedef enum { ncclSum = 0, ncclMaxRedOp = 0x7fffffff } ncclRedOp_t;
@@ -87,6 +88,7 @@ typedef struct ncclComm {
     int has_job;
     void *hung[MAX_HUNG];      /* streams holding this communicator's hung kernels */
     int nhung;
+    struct fake_shm *shm;      /* peers in other processes (fake_nccl_shm.c) */
 } *ncclComm_t;
 
 /* ---- recording and controls ---------------------------------------------------------------- */
@@ -284,8 +286,11 @@ static ncclComm_t new_comm(int nranks, int rank, int device, int blocking) {
     return c;
 }
 
+static void leave_peers(ncclComm_t comm);
+
 static void free_comm(ncclComm_t comm) {
     if (comm->has_job) pthread_join(comm->job, NULL);
+    leave_peers(comm);
     comm->magic = 0;
     free(comm);
 }
@@ -330,14 +335,25 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
         for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + 3);
         serial++;
         memcpy(id->internal + 124, &serial, sizeof serial);
+        /* ... and ids of different processes differ too (they name shared memory). */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        int pid = getpid();
+        memcpy(id->internal + 112, &pid, sizeof pid);
+        memcpy(id->internal + 116, &t.tv_nsec, sizeof(int));
+        memcpy(id->internal + 120, &t.tv_sec, sizeof(int));
     }
     return r;
 }
 
+static ncclResult_t join_peers(ncclComm_t *comm, const char id[128]);
+
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
     name("ncclCommInitRank"); ARG(nranks); put(commId.internal, 128); ARG(rank);
+    ncclResult_t r = init(comm, nranks, rank, env_blocking(1), 0);
+    if (r == ncclSuccess) r = join_peers(comm, commId.internal);
     memset(&commId, 0xA5, sizeof commId); /* the callee owns its copy */
-    return init(comm, nranks, rank, env_blocking(1), 0);
+    return r;
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
@@ -387,10 +403,11 @@ const char *ncclGetErrorString(ncclResult_t code) {
  * Calls are queued and run when the outermost group ends (or at once outside a group); one
  * collective is nranks consecutive calls of one kind, in rank order. Types: the integer ones,
  * float32 and float64 (others fail with ncclInvalidArgument). FAKE_NCCL_CORRUPT=1 spoils the
- * first element of every result.
+ * first element of every result. A communicator of ncclCommInitRank with ranks in other
+ * processes meets them in shared memory (fake_nccl_shm.c).
  */
 enum kind { K_ALLREDUCE, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLGATHER };
-struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; };
+struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; struct fake_shm *shm; };
 static struct op queue[256];
 static int queued;
 /* Communicators with work in the open group (ncclGroupCommHead), for non-blocking group ends. */
@@ -469,11 +486,42 @@ static void run_collective(const struct op *q) {
     free(in);
 }
 
-static void run_queue(void) {
-    /* A collective whose ranks live in other processes (--procs) cannot run here: dropped. */
-    for (int i = 0; i < queued && queue[i].nranks > 0 && i + queue[i].nranks <= queued; i += queue[i].nranks)
-        run_collective(&queue[i]);
+#include "fake_nccl_shm.c"
+
+/* Runs the queued collectives: those of a communicator with ranks elsewhere one by one in
+ * shared memory, the others as nranks consecutive calls of this process. */
+static ncclResult_t run_queue(void) {
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < queued;) {
+        if (queue[i].shm) {
+            size_t len = queue[i].kind == K_REDUCESCATTER ? queue[i].n * (size_t)queue[i].nranks : queue[i].n;
+            if (r == ncclSuccess && fake_shm_collective(queue[i].shm, &queue[i], len * type_size(queue[i].type), last_error, sizeof last_error))
+                r = ncclSystemError;
+            i++;
+        } else if (queue[i].nranks > 0 && i + queue[i].nranks <= queued) {
+            run_collective(&queue[i]);
+            i += queue[i].nranks;
+        } else {
+            break; /* an incomplete set of this process's ranks: dropped */
+        }
+    }
     queued = 0;
+    return r;
+}
+
+/* A communicator of ncclCommInitRank with ranks elsewhere meets them in shared memory. */
+static ncclResult_t join_peers(ncclComm_t *comm, const char id[128]) {
+    ncclComm_t c = *comm;
+    if (c->nranks < 2 || !env_on("FAKE_NCCL_EXECUTE")) return ncclSuccess;
+    c->shm = fake_shm_join(id, c->nranks, c->rank, last_error, sizeof last_error);
+    if (c->shm) return ncclSuccess;
+    free_comm(c);
+    return ncclSystemError;
+}
+
+static void leave_peers(ncclComm_t comm) {
+    fake_shm_leave(comm->shm);
+    comm->shm = NULL;
 }
 
 static ncclResult_t execute(enum kind k, const void *s, void *d, size_t n, int t, int op, int root, ncclComm_t c) {
@@ -482,9 +530,8 @@ static ncclResult_t execute(enum kind k, const void *s, void *d, size_t n, int t
         strcpy(last_error, "type or queue length not executed by the stand-in");
         return ncclInvalidArgument;
     }
-    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks};
-    if (group_depth == 0) run_queue();
-    return ncclSuccess;
+    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks, c->shm};
+    return group_depth == 0 ? run_queue() : ncclSuccess;
 }
 
 /*
@@ -536,8 +583,7 @@ ncclResult_t ncclGroupStart(void) { name("ncclGroupStart"); group_depth++; retur
 ncclResult_t ncclGroupEnd(void) {
     name("ncclGroupEnd");
     if (group_depth > 0 && --group_depth == 0) {
-        run_queue();
-        ncclResult_t out = ncclSuccess;
+        ncclResult_t out = run_queue();
         for (int i = 0; i < ndeferred; i++) {
             struct job *j = &deferred[i];
             if (j->owner->blocking) { /* run here, now */
