@@ -363,4 +363,19 @@ pub enum Error {
         /// Why it is refused.
         reason: String,
     },
+    /// No way to hand the unique id to every rank could be chosen, or the chosen one is not
+    /// usable in this world.
+    #[error("unique-id route: {detail}")]
+    IdRoute {
+        /// What is missing and what to set.
+        detail: String,
+    },
+    /// Choosing this rank's GPU failed.
+    #[error("selecting the GPU of local rank {local_rank}: {detail}")]
+    Device {
+        /// The local rank.
+        local_rank: u32,
+        /// What failed (a CUDA driver call and its code, or too few GPUs).
+        detail: String,
+    },
 }

@@ -21,6 +21,8 @@
 //! torchrun started by srun, or mpirun inside a Slurm allocation, set several of these sets:
 //! the innermost launcher is the one that started this process, so it wins.
 
+use std::time::SystemTime;
+
 use crate::launch::hostlist;
 use crate::Error;
 
@@ -132,6 +134,11 @@ pub struct World {
     port: Option<u16>,
     reserved_port: Option<u16>,
     job: Option<String>,
+    secret: Option<Secret>,
+    route: Option<String>,
+    id_file: Option<String>,
+    nccl_comm_id: Option<String>,
+    found_at: SystemTime,
 }
 
 /// The variables one launcher sets, read from the environment.
@@ -279,6 +286,7 @@ impl World {
                 });
             }
         }
+        let secret = (get)(vars::SECRET).filter(|s| !s.is_empty()).map(|s| Secret(s.into_bytes()));
         Ok(World {
             rank: rank.value,
             size: size.value,
@@ -289,6 +297,11 @@ impl World {
             port,
             reserved_port: found.reserved_port,
             job: found.job,
+            secret,
+            route: r.raw(vars::ID_ROUTE),
+            id_file: r.raw(vars::ID_FILE),
+            nccl_comm_id: r.raw("NCCL_COMM_ID"),
+            found_at: SystemTime::now(),
         })
     }
 
@@ -304,6 +317,11 @@ impl World {
             port: None,
             reserved_port: None,
             job: None,
+            secret: None,
+            route: None,
+            id_file: None,
+            nccl_comm_id: None,
+            found_at: SystemTime::now(),
         }
     }
 
@@ -360,6 +378,27 @@ impl World {
     /// Whether this is the root rank (rank 0), which makes the unique id.
     pub fn is_root(&self) -> bool {
         self.rank == 0
+    }
+
+    pub(crate) fn secret(&self) -> Option<&Secret> {
+        self.secret.as_ref()
+    }
+
+    pub(crate) fn route_request(&self) -> Option<&str> {
+        self.route.as_deref()
+    }
+
+    pub(crate) fn id_file(&self) -> Option<&str> {
+        self.id_file.as_deref()
+    }
+
+    pub(crate) fn nccl_comm_id(&self) -> Option<&str> {
+        self.nccl_comm_id.as_deref()
+    }
+
+    /// When the world was read (the file route refuses files much older than this).
+    pub(crate) fn found_at(&self) -> SystemTime {
+        self.found_at
     }
 }
 
@@ -801,6 +840,7 @@ mod tests {
         .unwrap();
         assert_eq!(place(&w), (1, 2, 1, 2, Launcher::Explicit));
         assert_eq!((w.root_host(), w.port()), (Some("fe80::1"), Some(4000)));
+        assert!(!format!("{w:?}").contains("s3cr3t"), "Debug must not show the secret");
         // Explicit local variables complete a launcher set that lacks them.
         let w = world(&[("RANK", "1"), ("WORLD_SIZE", "2"), (vars::LOCAL_RANK, "1"), (vars::LOCAL_SIZE, "2")]).unwrap();
         assert_eq!(place(&w), (1, 2, 1, 2, Launcher::Torchrun));
