@@ -74,7 +74,7 @@ fn a_wrong_secret_is_refused_at_once_on_both_sides() {
     let start = Instant::now();
     let err = fetch_tcp(addr, &wrong_key(), 1, LONG).unwrap_err();
     assert!(matches!(err, Error::RendezvousAuth { .. }), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(5), "refused at once, not at the deadline");
+    assert!(start.elapsed() < Duration::from_secs(10), "refused at once, not at the 20 s deadline");
     assert_eq!(rank(addr, 1).join().unwrap().unwrap(), id(42));
     assert_eq!(server.join().unwrap().unwrap().refused, 1);
 }
@@ -121,20 +121,20 @@ fn idle_clients_do_not_hold_up_the_ranks() {
         assert_eq!(r.join().unwrap().unwrap(), id(42));
     }
     let report = server.join().unwrap().unwrap();
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?} with idle clients connected", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?} with idle clients connected", start.elapsed());
     assert_eq!(report.served, 2);
     drop(idle);
 }
 
 #[test]
 fn a_stalled_or_trickling_client_is_dropped_after_the_handshake_limit() {
-    let (addr, server) = root(1..2, Duration::from_millis(300));
+    let (addr, server) = root(1..2, Duration::from_secs(1));
     let stop = Arc::new(AtomicBool::new(false));
     let trickle = {
         let stop = stop.clone();
         std::thread::spawn(move || {
             let mut s = TcpStream::connect(addr).unwrap();
-            // One byte of a hello every 50 ms: it never finishes within the limit.
+            // One byte of a hello every 100 ms: it never finishes within the limit.
             let mut m = Vec::from(&PROTOCOL[..]);
             m.extend_from_slice(&[0u8; NONCE + 4]);
             let start = Instant::now();
@@ -142,7 +142,7 @@ fn a_stalled_or_trickling_client_is_dropped_after_the_handshake_limit() {
                 if stop.load(Ordering::Relaxed) || s.write_all(&[b]).is_err() {
                     break;
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(100));
             }
             // Dropped by the root: reading sees the end, well before the hello was sent.
             let mut buf = [0u8; 8];
@@ -150,13 +150,14 @@ fn a_stalled_or_trickling_client_is_dropped_after_the_handshake_limit() {
             (n, start.elapsed())
         })
     };
-    std::thread::sleep(Duration::from_millis(600));
+    std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(rank(addr, 1).join().unwrap().unwrap(), id(42));
     let report = server.join().unwrap().unwrap();
     stop.store(true, Ordering::Relaxed);
     let (n, took) = trickle.join().unwrap();
     assert_eq!(n, 0, "the trickling client got no bytes");
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    // Its hello would take 4.4 s; the root dropped it at the 1 s limit.
+    assert!(took < Duration::from_secs(4), "{took:?}");
     assert!(report.dropped >= 1, "{report:?}");
 }
 
@@ -287,7 +288,8 @@ fn a_root_that_trickles_cannot_stretch_the_deadline() {
     let err = fetch_tcp(addr, &key(), 1, Duration::from_millis(400)).unwrap_err();
     let took = start.elapsed();
     assert!(matches!(err, Error::RendezvousTimeout { .. }), "{err}");
-    assert!(took < Duration::from_millis(1200), "a 400 ms deadline took {took:?}");
+    // The per-read timeout of the old fetch let this take 6 s.
+    assert!(took < Duration::from_secs(3), "a 400 ms deadline took {took:?}");
     t.join().unwrap();
 }
 
@@ -312,11 +314,12 @@ fn the_fetch_stops_at_the_end_of_the_message() {
         s.write_all(&tag).unwrap();
         let mut ack = [0u8; TAG];
         s.read_exact(&mut ack).unwrap();
-        std::thread::sleep(Duration::from_secs(3));
+        std::thread::sleep(Duration::from_secs(10));
     });
     let start = Instant::now();
-    assert_eq!(fetch_tcp(addr, &key(), 1, Duration::from_secs(2)).unwrap(), id(5));
-    assert!(start.elapsed() < Duration::from_secs(1), "{:?}", start.elapsed());
+    assert_eq!(fetch_tcp(addr, &key(), 1, Duration::from_secs(20)).unwrap(), id(5));
+    // Reading to the end of the stream would wait for the root's 10 s.
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
     t.join().unwrap();
 }
 
@@ -339,8 +342,9 @@ fn a_fifo_at_the_path_is_refused_without_blocking() {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let start = Instant::now();
-    let err = wait_file(&path, &key(), long_ago(), Duration::from_secs(5)).unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(1), "{:?}", start.elapsed());
+    let err = wait_file(&path, &key(), long_ago(), Duration::from_secs(30)).unwrap_err();
+    // Refused at once: not after the 30 s deadline, and not blocked in open(2).
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
     assert!(matches!(&err, Error::RendezvousFile { reason, .. } if reason.contains("a FIFO")), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -351,8 +355,8 @@ fn a_link_to_dev_zero_is_refused_and_nothing_is_read() {
     let path = dir.join("id");
     std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
     let start = Instant::now();
-    let err = wait_file(&path, &key(), long_ago(), Duration::from_secs(5)).unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(1));
+    let err = wait_file(&path, &key(), long_ago(), Duration::from_secs(30)).unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(10));
     assert!(matches!(&err, Error::RendezvousFile { reason, .. } if reason.contains("symbolic link")), "{err}");
     // A device itself (no link) is refused too.
     let err = wait_file(Path::new("/dev/zero"), &key(), long_ago(), Duration::from_secs(5)).unwrap_err();
@@ -370,7 +374,8 @@ fn a_huge_file_is_read_only_as_far_as_one_message() {
     let start = Instant::now();
     let err = wait_file(&path, &key(), long_ago(), Duration::from_millis(200)).unwrap_err();
     assert!(err.to_string().contains("another job or format"), "{err}");
-    assert!(start.elapsed() < Duration::from_secs(2));
+    // Reading the terabyte would take minutes (and the memory).
+    assert!(start.elapsed() < Duration::from_secs(10));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
