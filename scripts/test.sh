@@ -9,6 +9,9 @@
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
+#      then real launchers (scripts/launchers.sh): Open MPI's and MPICH's mpirun with -np 2
+#      and 4, and srun on a one-host Slurm, each running examples/world with the real NCCL
+#      (one id on every rank, NCCL's own CUDA error) and perf on the stand-ins;
 #   4. the facade and fault-model tests under AddressSanitizer (nightly, the C stand-ins
 #      instrumented too, with a negative control that must fail), and the pure modules under
 #      Miri;
@@ -44,6 +47,12 @@ install() {
     command -v pkg-config >/dev/null || need+=(pkg-config)
     # pip fetches the NCCL wheels.
     python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+    # Real launchers: Open MPI and MPICH side by side (mpirun.openmpi, mpirun.mpich), and a
+    # one-host Slurm with munge (scripts/slurm-single-host.sh).
+    command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin)
+    command -v mpirun.mpich >/dev/null || need+=(mpich)
+    command -v slurmctld >/dev/null || need+=(slurm-wlm)
+    command -v munged >/dev/null || need+=(munge)
     if [ ${#need[@]} -gt 0 ]; then
         step "apt-get install ${need[*]}"
         as_root apt-get update -qq
@@ -88,6 +97,10 @@ step "native: facade against the real libnccl.so.2 ($NCCL_NEW_VERSION and an old
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[0]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
 NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} \
     cargo test --test real_nccl -- --ignored --nocapture
+step "native: real launchers (Open MPI, MPICH, Slurm): the real NCCL $NCCL_NEW_VERSION and the stand-ins"
+launchers_start=$SECONDS
+scripts/launchers.sh "${nccl_libs[0]}"
+echo "real launchers: $((SECONDS - launchers_start)) s"
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
