@@ -3,8 +3,9 @@
 # examples here, and stages them in .device-bin/ (git-ignored) for the GPU machine, which has
 # CUDA and NCCL but no Rust. Carry .device-bin there and run `scripts/gpu-run.sh` from the
 # repository root: it runs everything against each NCCL build and saves the logs; then
-# `scripts/gpu-perf.sh` for the performance comparison of docs/perf.md and
-# `scripts/gpu-faults.sh` for the fault-model runs (a dead peer, the watchdog, shrink).
+# `scripts/gpu-perf.sh` for the performance comparison of docs/perf.md,
+# `scripts/gpu-faults.sh` for the fault-model runs (a dead peer, the watchdog, shrink), and
+# `scripts/gpu-launchers.sh` for the examples and perf under torchrun (one rank per process).
 # docs/gpu-results.md records a run and its results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,9 @@ mkdir -p .device-bin
 cp "$(cargo test --release --features half --test gpu --no-run --message-format=json 2>/dev/null | executable gpu)" \
     .device-bin/gpu
 cargo build --release --quiet --features cudarc --example init_all --example allreduce --example cudarc_streams
-cargo build --release --quiet --example survive
-cp target/release/examples/{init_all,allreduce,cudarc_streams,survive} .device-bin/
+# survive, and world (each rank's place, route and id digest under a launcher): no features.
+cargo build --release --quiet --example survive --example world
+cp target/release/examples/{init_all,allreduce,cudarc_streams,survive,world} .device-bin/
 # The command-line tool and the cudarc comparison program of scripts/gpu-perf.sh.
 cargo build --release --quiet --features cli --bin nccl-trampoline
 cargo build --release --quiet --features cudarc-nccl --example cudarc_allreduce_perf
