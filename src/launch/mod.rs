@@ -19,7 +19,7 @@
 //! ```
 //!
 //! How the world is found, how the id travels and the security model of the rendezvous:
-//! `docs/adr/0009-launchers-and-rendezvous.md`.
+//! `docs/adr/0010-launchers-and-rendezvous.md`.
 
 mod device;
 pub mod hostlist;

@@ -16,7 +16,7 @@
 //! go in 64-bit or in 32-bit argument slots. Each function is declared once below with `H` for
 //! a handle; the call plans are made for the ABI of the library that was loaded, which is
 //! detected from what it exports, never guessed from its file name
-//! (docs/adr/0009-launchers-and-rendezvous.md).
+//! (docs/adr/0010-launchers-and-rendezvous.md).
 
 use core::ffi::{c_char, c_void};
 use std::time::{Duration, Instant};

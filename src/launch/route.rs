@@ -105,7 +105,7 @@ enum Cleanup {
 impl World {
     /// The key of this job's rendezvous: from `NCCL_TRAMPOLINE_SECRET` when set, else from the
     /// launcher's job identity, else `None`. A key from a job id is only as secret as the job
-    /// id (docs/adr/0009-launchers-and-rendezvous.md).
+    /// id (docs/adr/0010-launchers-and-rendezvous.md).
     pub fn rendezvous_key(&self) -> Option<RendezvousKey> {
         match (self.secret(), self.job()) {
             (Some(s), _) => Some(RendezvousKey::from_secret(&s.0)),

@@ -25,7 +25,7 @@
 //! connection slot for at most that long, never the others. The nonces make every proof
 //! single-use. The id itself crosses the wire in the clear, as NCCL's own bootstrap traffic
 //! does: the model is an attacker who can connect, not one who can read the network
-//! (docs/adr/0009-launchers-and-rendezvous.md).
+//! (docs/adr/0010-launchers-and-rendezvous.md).
 //!
 //! # File
 //!
