@@ -498,6 +498,44 @@ fn perf_under_slurm_variables_is_one_rank_per_process() {
     assert_eq!(rows(&out).len(), 3, "{out}");
 }
 
+/// The crate's own variables for rank `r` of `n` on this host, plus `extra`.
+fn explicit(n: usize, extra: Vec<(String, String)>) -> impl Fn(usize) -> Vec<(String, String)> {
+    move |r| {
+        let mut v: Vec<(String, String)> = [
+            ("NCCL_TRAMPOLINE_RANK", r.to_string()),
+            ("NCCL_TRAMPOLINE_WORLD_SIZE", n.to_string()),
+            ("NCCL_TRAMPOLINE_LOCAL_RANK", r.to_string()),
+            ("NCCL_TRAMPOLINE_LOCAL_SIZE", n.to_string()),
+            ("FAKE_CUDA_DEVICES", n.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        v.extend(extra.iter().cloned());
+        v
+    }
+}
+
+#[test]
+fn perf_over_the_file_route_and_nccl_comm_id() {
+    let args = ["all_reduce", "-b", "64", "-e", "256", "-f", "4", "-n", "2", "-w", "0"];
+    // A file on a "shared" filesystem: published by rank 0, removed once every rank joined.
+    let dir = common::work_dir("cli-file-route");
+    let file = dir.join("id");
+    let env = explicit(3, vec![("NCCL_TRAMPOLINE_ID_FILE".into(), file.display().to_string())]);
+    let outs = launch(3, env, &args, &[]);
+    let (out, err) = text(&outs[0]);
+    assert!(outs.iter().all(|o| o.status.success()), "{out}\n{err}\n{:?}", text(&outs[2]));
+    assert_eq!(rows(&out).len(), 2, "{out}");
+    assert!(!file.exists(), "the root removes the file after init");
+    // NCCL_COMM_ID: every rank's ncclGetUniqueId gives the same id, no exchange.
+    let env = explicit(2, vec![("NCCL_COMM_ID".into(), format!("127.0.0.1:{}", std::process::id() % 20000 + 30000))]);
+    let outs = launch(2, env, &args, &[]);
+    let (out, err) = text(&outs[0]);
+    assert!(outs.iter().all(|o| o.status.success()), "{out}\n{err}");
+    assert_eq!(rows(&out).len(), 2, "{out}");
+}
+
 #[test]
 fn perf_ranks_all_fail_when_any_rank_sees_a_wrong_element() {
     let args = ["all_reduce", "-b", "32", "-e", "32", "-n", "1", "-w", "0"];

@@ -330,6 +330,17 @@ ncclResult_t ncclGetVersion(int *version) { name("ncclGetVersion"); *version = F
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     name("ncclGetUniqueId");
     ncclResult_t r = result();
+    /* NCCL_COMM_ID=host:port: every process gets the same id, the constant magic and that
+     * address (NCCL v2.30.7-1 src/bootstrap.cc:433-446, NCCL_MAGIC from src/include/comm.h:504);
+     * here the address as text. */
+    const char *env = getenv("NCCL_COMM_ID");
+    if (r == ncclSuccess && env) {
+        unsigned long long magic = 0x0280028002800280ull;
+        memset(id->internal, 0, 128);
+        memcpy(id->internal, &magic, sizeof magic);
+        strncpy(id->internal + 8, env, 119);
+        return r;
+    }
     static unsigned serial; /* every id differs, as NCCL's do */
     if (r == ncclSuccess) {
         for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + 3);
