@@ -26,7 +26,9 @@ fn main() -> ExitCode {
     match run(timeout) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{e}");
+            // One write per line: launchers forward each rank's output in the chunks written.
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(format!("{e}\n").as_bytes());
             ExitCode::FAILURE
         }
     }

@@ -41,7 +41,7 @@ check_world() {
     local ranks digests errors
     ranks=$(grep -cE '^rank [0-9]+/'"$n"' local .* id-digest [0-9a-f]{16}$' "$file")
     digests=$(grep -oE 'id-digest [0-9a-f]{16}' "$file" | sort -u | wc -l)
-    errors=$(grep -cE "^rank [0-9]+/$n: init failed: ncclCommInitRank failed: ncclUnhandledCudaError \(1\): .*[Cc][Uu][Dd][Aa]" "$file")
+    errors=$(grep -oE "rank [0-9]+/$n: init failed: ncclCommInitRank failed: ncclUnhandledCudaError \(1\): Cuda failure" "$file" | wc -l)
     if [ "$ranks" -eq "$n" ] && [ "$digests" -eq 1 ] && [ "$errors" -eq "$n" ]; then
         pass "$name: $n ranks, one id ($(grep -oE 'id-digest [0-9a-f]{16}' "$file" | head -1)), NCCL's CUDA error on each"
     else

@@ -16,8 +16,14 @@ port=${SLURM_TEST_PORT:-16817}
 host=$(hostname -s)
 conf=$dir/slurm.conf
 
+alive() { # NAME: the daemon of that pid file runs
+    local pid
+    pid=$(cat "$dir/$1.pid" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
 start() {
     [ "$(id -u)" -eq 0 ] || { echo "slurm-single-host.sh: needs root" >&2; exit 1; }
+    stop # a cluster left by an interrupted run
     mkdir -p "$dir"/state "$dir"/spool "$dir"/log
     # munge: the key the package made, its socket directory, the daemon as the munge user.
     if ! munge -n >/dev/null 2>&1; then
@@ -70,13 +76,18 @@ EOF
 
 stop() {
     for d in slurmd slurmctld; do
-        [ -s "$dir/$d.pid" ] && kill "$(cat "$dir/$d.pid")" 2>/dev/null || true
+        alive "$d" && kill "$(cat "$dir/$d.pid")" 2>/dev/null
     done
-    for _ in $(seq 50); do
-        { [ -s "$dir/slurmd.pid" ] && kill -0 "$(cat "$dir/slurmd.pid")" 2>/dev/null; } ||
-            { [ -s "$dir/slurmctld.pid" ] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; } || break
+    # Until the daemons are gone and their ports closed (a restart binds them again).
+    for _ in $(seq 100); do
+        alive slurmd || alive slurmctld || listening "$port" || listening $((port + 1)) || break
         sleep 0.1
     done
+    return 0
+}
+
+listening() { # PORT: something accepts connections on it here
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 case ${1:-} in

@@ -190,7 +190,8 @@ impl World {
             ),
         })?;
         // The root listens on every interface of its host: the ranks reach it by the name the
-        // launcher gave, which may resolve differently on each host.
+        // launcher gave, which may resolve differently on each host (to an IPv4 address when
+        // it has one; an IPv6 literal makes the root listen on IPv6).
         let unspecified: IpAddr = match host.parse::<IpAddr>() {
             Ok(IpAddr::V6(_)) => Ipv6Addr::UNSPECIFIED.into(),
             _ => Ipv4Addr::UNSPECIFIED.into(),
@@ -325,12 +326,15 @@ impl World {
     }
 }
 
-/// `host:port` to an address, once: a name that does not resolve is an error naming it.
+/// `host:port` to an address, once: a name that does not resolve is an error naming it. An
+/// IPv4 address is preferred, as the root of a named host listens on IPv4's unspecified
+/// address.
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, Error> {
-    (host, port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
+    let all: Vec<SocketAddr> = (host, port).to_socket_addrs().map(Iterator::collect).unwrap_or_default();
+    all.iter()
+        .find(|a| a.is_ipv4())
+        .or(all.first())
+        .copied()
         .ok_or_else(|| Error::Rendezvous { what: "cannot resolve the root's host", detail: format!("{host}:{port}") })
 }
 
