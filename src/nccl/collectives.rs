@@ -258,7 +258,7 @@ impl Communicator {
     }
 
     /// All-reduce of typed device buffers; `recv` must hold at least `send.len()` elements.
-    /// Outside a group only; inside one use [`GroupScope::all_reduce`].
+    /// Outside a group only; inside one use [`GroupScope::all_reduce`](crate::nccl::GroupScope::all_reduce).
     pub fn all_reduce<T: NcclScalar, S: Stream>(
         &self,
         send: &impl DeviceBuffer<T>,
@@ -330,7 +330,7 @@ impl Communicator {
     }
 
     /// Send all of `buf` to `peer` (outside a group: a send and its receive usually go together
-    /// in a [`GroupScope`]).
+    /// in a [`GroupScope`](crate::nccl::GroupScope)).
     pub fn send<T: NcclScalar, S: Stream>(
         &self,
         buf: &impl DeviceBuffer<T>,
