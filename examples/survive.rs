@@ -393,7 +393,8 @@ fn split_orders(driver: &Driver, world: &Communicator, rank: usize, args: &Args)
     let check = |comm: &Communicator, members: &[usize], host: &mut Vec<f32>| -> Result<(), String> {
         buf.fill_u32(((rank + 1) as f32).to_bits()).map_err(e)?;
         // SAFETY: `buf` holds `count` floats of this GPU; `stream` is a stream of this GPU.
-        unsafe { comm.all_reduce_raw(buf.ptr(), buf.ptr(), count, DataType::FLOAT32, RedOp::SUM, stream.raw()) }.map_err(e)?;
+        unsafe { comm.all_reduce_raw(buf.ptr(), buf.ptr(), count, DataType::FLOAT32, RedOp::SUM, stream.raw()) }
+            .map_err(e)?;
         comm.wait(&stream).map_err(e)?;
         // SAFETY: plain data, viewed as bytes for the copy.
         let bytes = unsafe { std::slice::from_raw_parts_mut(host.as_mut_ptr().cast::<u8>(), host.len() * 4) };
@@ -410,7 +411,11 @@ fn split_orders(driver: &Driver, world: &Communicator, rank: usize, args: &Args)
         let parent = world.split(0, rank as i32, None).map_err(e)?.ok_or("no parent")?;
         let child = parent.split(color, rank as i32, None).map_err(e)?.ok_or("no child")?;
         if child.count().map_err(e)? as usize != same_color.len() {
-            return Err(format!("rank {rank}: a child of {} ranks, expected {}", child.count().map_err(e)?, same_color.len()));
+            return Err(format!(
+                "rank {rank}: a child of {} ranks, expected {}",
+                child.count().map_err(e)?,
+                same_color.len()
+            ));
         }
         check(&child, &same_color, &mut host)?;
         check(&parent, &everyone, &mut host)?;

@@ -3,7 +3,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
+#[cfg(unix)]
+use std::time::SystemTime;
+use std::time::{Duration, Instant};
 
 use crate::launch::device::{self, DeviceChoice};
 use crate::launch::mpi::Mpi;
@@ -99,6 +101,7 @@ impl Setup {
 /// What the root must undo once every rank has joined.
 enum Cleanup {
     None,
+    #[cfg(unix)]
     File(PathBuf, RendezvousKey),
 }
 
@@ -319,8 +322,6 @@ impl World {
             Cleanup::File(path, key) => {
                 let _ = rendezvous::remove_file(&path, &id, &key);
             }
-            #[cfg(not(unix))]
-            Cleanup::File(..) => {}
         }
         comm
     }

@@ -138,6 +138,7 @@ pub struct World {
     route: Option<String>,
     id_file: Option<String>,
     nccl_comm_id: Option<String>,
+    #[cfg_attr(not(unix), allow(dead_code))]
     found_at: SystemTime,
 }
 
@@ -397,6 +398,7 @@ impl World {
     }
 
     /// When the world was read (the file route refuses files much older than this).
+    #[cfg(unix)]
     pub(crate) fn found_at(&self) -> SystemTime {
         self.found_at
     }

@@ -39,8 +39,11 @@
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
+#[cfg(unix)]
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+#[cfg(unix)]
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -55,6 +58,7 @@ const CHALLENGE: &[u8; 8] = b"NTRVCHAL";
 const WRONG_RANK: &[u8; 8] = b"NTRVRANK";
 const ID_OK: &[u8; 8] = b"NTRVIDOK";
 const DENIED: &[u8; 8] = b"NTRVDENY";
+#[cfg(unix)]
 const FILE_MAGIC: &[u8; 8] = b"NTRVFIL2";
 
 const NONCE: usize = 32;
@@ -649,10 +653,12 @@ pub fn fetch_tcp(root: SocketAddr, key: &RendezvousKey, rank: u32, timeout: Dura
     }
 }
 
+#[cfg(unix)]
 fn unix_nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
+#[cfg(unix)]
 fn file_message(id: &UniqueId, key: &RendezvousKey, at: SystemTime) -> [u8; FILE_MESSAGE] {
     let time = unix_nanos(at).to_be_bytes();
     let tag = key.mac(b"file", &[&time, id.as_bytes()]);
@@ -665,10 +671,12 @@ fn file_message(id: &UniqueId, key: &RendezvousKey, at: SystemTime) -> [u8; FILE
 }
 
 /// Removes a temporary file unless disarmed (a failed publication leaves nothing behind).
+#[cfg(unix)]
 struct TempFile {
     path: Option<PathBuf>,
 }
 
+#[cfg(unix)]
 impl Drop for TempFile {
     fn drop(&mut self) {
         if let Some(p) = self.path.take() {
@@ -725,6 +733,7 @@ pub fn remove_file(path: &Path, id: &UniqueId, key: &RendezvousKey) -> Result<()
     }
 }
 
+#[cfg(unix)]
 /// The id and publication time of a file message made with `key`.
 fn parse_file(m: &[u8], key: &RendezvousKey) -> Option<(UniqueId, SystemTime)> {
     if m.len() != FILE_MESSAGE || &m[..8] != FILE_MAGIC {
