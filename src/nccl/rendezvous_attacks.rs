@@ -298,6 +298,7 @@ fn the_fetch_stops_at_the_end_of_the_message() {
     // A root that completes the exchange and then keeps the socket open.
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let addr = listener.local_addr().unwrap();
+    let (release, held) = std::sync::mpsc::channel::<()>();
     let t = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         let mut h = [0u8; HELLO];
@@ -314,12 +315,14 @@ fn the_fetch_stops_at_the_end_of_the_message() {
         s.write_all(&tag).unwrap();
         let mut ack = [0u8; TAG];
         s.read_exact(&mut ack).unwrap();
-        std::thread::sleep(Duration::from_secs(10));
+        // The socket stays open until the rank has returned (or 20 s).
+        let _ = held.recv_timeout(Duration::from_secs(20));
     });
     let start = Instant::now();
     assert_eq!(fetch_tcp(addr, &key(), 1, Duration::from_secs(20)).unwrap(), id(5));
-    // Reading to the end of the stream would wait for the root's 10 s.
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    // Reading to the end of the stream would wait for the root's 20 s.
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    release.send(()).unwrap();
     t.join().unwrap();
 }
 
