@@ -12,6 +12,8 @@
 # first as NCCL chooses (NVLink / P2P), then again with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
 # so that NCCL takes its network path, as between hosts. Logs (NCCL_DEBUG=INFO: the transport
 # of every channel) and a summary go to ${OUT:-gpu-logs}/launchers/. NVLink multicast stays off.
+# MODES="default net" (the default) picks the passes: `MODES=net scripts/gpu-launchers.sh` runs
+# only the network path, so the two fit two calls of a time-limited runner.
 # Exit status: non-zero if any run failed.
 set -uo pipefail
 out=${OUT:-gpu-logs}/launchers
@@ -45,7 +47,7 @@ fi
 
 failed=0
 summary=$out/summary.txt
-: > "$summary"
+: >> "$summary"
 note() { echo "$*" | tee -a "$summary"; }
 run() { # NAME COMMAND...
     local name=$1; shift
@@ -61,7 +63,7 @@ run() { # NAME COMMAND...
     grep -ohE "via (P2P|SHM|NET)/[A-Za-z0-9/_]+" "$out/$name.log" | sort | uniq -c | sed 's/^/    channels /' | tee -a "$summary"
 }
 
-for mode in default net; do
+for mode in ${MODES:-default net}; do
     if [ "$mode" = net ]; then
         export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
         note "== NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: the network path"
