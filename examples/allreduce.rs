@@ -1,44 +1,48 @@
-//! One process per GPU: an all-reduce of `rank + 1` over every visible GPU, with the unique id
-//! handed from rank 0 to the others by the TCP rendezvous on loopback, then verified on the
-//! host.
+//! One process per GPU: an all-reduce of `rank + 1`, verified on the host, the same program
+//! under every launcher. Each process finds its rank in the launcher's variables and joins the
+//! communicator in one call (`World::communicator`: its GPU, the unique id along the route
+//! the launcher allows, `ncclCommInitRank`).
 //!
-//! Run: `cargo run --release --features cudarc --example allreduce`
-//! (it starts one worker per GPU itself: `allreduce --rank R --nranks N --root 127.0.0.1:PORT`).
+//! ```sh
+//! cargo build --release --features cudarc --example allreduce
+//! torchrun --nproc_per_node 2 --no-python target/release/examples/allreduce
+//! mpirun -np 2 target/release/examples/allreduce
+//! srun -n 2 --gpus-per-task 1 target/release/examples/allreduce
+//! target/release/examples/allreduce   # alone: starts one rank per visible GPU itself
+//! ```
 
-use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
 use cudarc::driver::CudaContext;
-use nccl_trampoline::nccl::{rendezvous, Communicator, Nccl, RedOp};
+use nccl_trampoline::launch::{vars, World};
+use nccl_trampoline::nccl::rendezvous::RendezvousKey;
+use nccl_trampoline::nccl::{Nccl, RedOp};
 
 const COUNT: usize = 1 << 20;
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn flag<'a>(args: &'a [String], name: &str) -> Result<&'a str, String> {
-    let i = args.iter().position(|a| a == name).ok_or(format!("missing {name}"))?;
-    args.get(i + 1).map(String::as_str).ok_or(format!("{name} needs a value"))
-}
+const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--rank") {
-        let rank: usize = flag(&args, "--rank")?.parse()?;
-        let nranks: usize = flag(&args, "--nranks")?.parse()?;
-        let root: SocketAddr = flag(&args, "--root")?.parse()?;
-        return worker(rank, nranks, root);
+    let world = World::from_env()?;
+    if world.size() > 1 {
+        return rank(&world);
     }
-
-    // Launcher: one worker process per visible GPU.
+    // No launcher: be one, with the crate's own variables, one rank per visible GPU.
     let nranks = CudaContext::device_count()? as usize;
     if nranks == 0 {
         return Err("no GPU visible".into());
     }
-    let root = TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let secret = RendezvousKey::random_secret()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port().to_string();
     let exe = std::env::current_exe()?;
     let workers: Vec<_> = (0..nranks)
         .map(|r| {
             std::process::Command::new(&exe)
-                .args(["--rank", &r.to_string(), "--nranks", &nranks.to_string(), "--root", &root.to_string()])
+                .env(vars::RANK, r.to_string())
+                .env(vars::WORLD_SIZE, nranks.to_string())
+                .env(vars::LOCAL_RANK, r.to_string())
+                .env(vars::LOCAL_SIZE, nranks.to_string())
+                .env(vars::SECRET, &secret)
+                .env(vars::PORT, &port)
                 .spawn()
         })
         .collect::<Result<_, _>>()?;
@@ -57,21 +61,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn worker(rank: usize, nranks: usize, root: SocketAddr) -> Result<(), Box<dyn std::error::Error>> {
+fn rank(world: &World) -> Result<(), Box<dyn std::error::Error>> {
     let nccl = Nccl::load()?;
-    // The context of GPU `rank`, current on this thread: NCCL initialises on it.
-    let ctx = CudaContext::new(rank)?;
+    let (rank, nranks) = (world.rank() as usize, world.size() as usize);
+    // The GPU of this local rank, the id along the launcher's route, ncclCommInitRank.
+    let comm = world.communicator(&nccl, TIMEOUT)?;
+    // cudarc on the same device (its primary context, which NCCL uses too).
+    let ctx = CudaContext::new(comm.cu_device()? as usize)?;
     ctx.bind_to_thread()?;
     let stream = ctx.default_stream();
-
-    let id = if rank == 0 {
-        let id = nccl.unique_id()?;
-        rendezvous::TcpRoot::bind(root)?.serve(&id, nranks - 1, TIMEOUT)?;
-        id
-    } else {
-        rendezvous::fetch_tcp(root, TIMEOUT)?
-    };
-    let comm = Communicator::init_rank(&nccl, nranks as i32, &id, rank as i32)?;
 
     let mut buf = stream.clone_htod(&vec![(rank + 1) as f32; COUNT])?;
     comm.all_reduce_in_place(&mut buf, RedOp::SUM, &stream)?;
@@ -81,7 +79,9 @@ fn worker(rank: usize, nranks: usize, root: SocketAddr) -> Result<(), Box<dyn st
         return Err(format!("rank {rank}: element {i} is {}, expected {want}", out[i]).into());
     }
     println!(
-        "rank {rank}/{nranks} (GPU {}, NCCL {}): {COUNT} floats all-reduced, every element = {want}: verified",
+        "rank {rank}/{nranks} ({}, route {}, GPU {}, NCCL {}): {COUNT} floats all-reduced, every element = {want}: verified",
+        world.launcher(),
+        world.id_route()?.name(),
         comm.cu_device()?,
         nccl.version()
     );

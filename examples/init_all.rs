@@ -1,5 +1,5 @@
 //! One process, every local GPU: `ncclCommInitAll`, then an all-reduce issued for every rank
-//! inside one group (`Nccl::group`), verified on the host.
+//! inside one group (`Nccl::group_scope`), verified on the host.
 //!
 //! Run: `cargo run --release --features cudarc --example init_all`
 
@@ -24,14 +24,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enumerate()
         .map(|(r, s)| s.clone_htod(&vec![(r + 1) as f32; COUNT]))
         .collect::<Result<Vec<_>, _>>()?;
-    {
-        // One thread drives every rank: the calls must be grouped.
-        let group = nccl.group()?;
+    // One thread drives every rank: the calls must be grouped. The scope keeps the buffers
+    // borrowed until NCCL has launched the work at the group's end.
+    nccl.group_scope(|g| {
         for ((comm, buf), stream) in comms.iter().zip(bufs.iter_mut()).zip(&streams) {
-            comm.all_reduce_in_place(buf, RedOp::SUM, stream)?;
+            g.all_reduce_in_place(comm, buf, RedOp::SUM, stream)?;
         }
-        group.end()?;
-    }
+        Ok(())
+    })?;
     let want = (n * (n + 1) / 2) as f32;
     for (r, (buf, stream)) in bufs.iter().zip(&streams).enumerate() {
         let out: Vec<f32> = stream.clone_dtoh(buf)?;

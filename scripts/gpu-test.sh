@@ -3,7 +3,9 @@
 # examples here, and stages them in .device-bin/ (git-ignored) for the GPU machine, which has
 # CUDA and NCCL but no Rust. Carry .device-bin there and run `scripts/gpu-run.sh` from the
 # repository root: it runs everything against each NCCL build and saves the logs; then
-# `scripts/gpu-perf.sh` for the performance comparison of docs/perf.md.
+# `scripts/gpu-perf.sh` for the performance comparison of docs/perf.md,
+# `scripts/gpu-faults.sh` for the fault-model runs (a dead peer, the watchdog, shrink), and
+# `scripts/gpu-launchers.sh` for the examples and perf under torchrun (one rank per process).
 # docs/gpu-results.md records a run and its results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +20,16 @@ for l in sys.stdin:
 mkdir -p .device-bin
 cp "$(cargo test --release --features half --test gpu --no-run --message-format=json 2>/dev/null | executable gpu)" \
     .device-bin/gpu
-cargo build --release --quiet --features cudarc --example init_all --example allreduce
-cp target/release/examples/init_all target/release/examples/allreduce .device-bin/
+cargo build --release --quiet --features cudarc --example init_all --example allreduce --example cudarc_streams
+# survive, and world (each rank's place, route and id digest under a launcher): no features.
+cargo build --release --quiet --example survive --example world
+cp target/release/examples/{init_all,allreduce,cudarc_streams,survive,world} .device-bin/
 # The command-line tool and the cudarc comparison program of scripts/gpu-perf.sh.
 cargo build --release --quiet --features cli --bin nccl-trampoline
 cargo build --release --quiet --features cudarc-nccl --example cudarc_allreduce_perf
 cp target/release/nccl-trampoline target/release/examples/cudarc_allreduce_perf .device-bin/
-cp "$(cargo bench --no-run --message-format=json 2>/dev/null | executable call_overhead)" .device-bin/call_overhead
+benches=$(cargo bench --no-run --message-format=json 2>/dev/null)
+cp "$(executable call_overhead <<<"$benches")" .device-bin/call_overhead
+cp "$(executable event_record <<<"$benches")" .device-bin/event_record
 strip .device-bin/*
 ls -l .device-bin/

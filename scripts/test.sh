@@ -9,8 +9,14 @@
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
-#   4. `cargo check` for targets without a trampoline (they must build and return Unsupported);
-#   5. the benchmark compiles (it is run by hand: see docs/perf.md).
+#      then real launchers (scripts/launchers.sh): Open MPI's and MPICH's mpirun with -np 2
+#      and 4, and srun on a one-host Slurm, each running examples/world with the real NCCL
+#      (one id on every rank, NCCL's own CUDA error) and perf on the stand-ins;
+#   4. the facade and fault-model tests under AddressSanitizer (nightly, the C stand-ins
+#      instrumented too, with a negative control that must fail), and the pure modules under
+#      Miri;
+#   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
+#   6. the benchmark compiles (it is run by hand: see docs/perf.md).
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
 # signatures (default seed 0x5eed2026, 10000 signatures); SKIP_INSTALL=1 skips step 0.
 set -euo pipefail
@@ -24,6 +30,9 @@ as_root() {
 
 AARCH64=aarch64-unknown-linux-gnu
 CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu riscv64gc-unknown-linux-gnu)
+# The nightly of the sanitizer and Miri runs, pinned so a new nightly cannot break CI.
+NIGHTLY=${NCCL_TRAMPOLINE_NIGHTLY:-nightly-2026-10-29}
+HOST=x86_64-unknown-linux-gnu
 
 install() {
     local need=()
@@ -38,6 +47,12 @@ install() {
     command -v pkg-config >/dev/null || need+=(pkg-config)
     # pip fetches the NCCL wheels.
     python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+    # Real launchers: Open MPI and MPICH side by side (mpirun.openmpi, mpirun.mpich), and a
+    # one-host Slurm with munge (scripts/slurm-single-host.sh).
+    command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin)
+    command -v mpirun.mpich >/dev/null || need+=(mpich)
+    command -v slurmctld >/dev/null || need+=(slurm-wlm)
+    command -v munged >/dev/null || need+=(munge)
     if [ ${#need[@]} -gt 0 ]; then
         step "apt-get install ${need[*]}"
         as_root apt-get update -qq
@@ -49,6 +64,11 @@ install() {
         grep -qx "$t" <<<"$installed" || { step "rustup target add $t"; rustup target add "$t"; }
     done
     rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+    if ! rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
+        step "rustup toolchain install $NIGHTLY (AddressSanitizer, Miri)"
+        rustup toolchain install "$NIGHTLY" --profile minimal --component miri,rust-src ||
+            echo "could not install $NIGHTLY: the sanitizer and Miri steps will say SKIP" >&2
+    fi
 }
 
 [ "${SKIP_INSTALL:-0}" = 1 ] || install
@@ -77,6 +97,10 @@ step "native: facade against the real libnccl.so.2 ($NCCL_NEW_VERSION and an old
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[0]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
 NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} \
     cargo test --test real_nccl -- --ignored --nocapture
+step "native: real launchers (Open MPI, MPICH, Slurm): the real NCCL $NCCL_NEW_VERSION and the stand-ins"
+launchers_start=$SECONDS
+scripts/launchers.sh "${nccl_libs[0]}"
+echo "real launchers: $((SECONDS - launchers_start)) s"
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
@@ -99,6 +123,26 @@ cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --libr
 step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort
+
+if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
+    step "AddressSanitizer ($NIGHTLY): the facade and fault-model tests, the C stand-ins instrumented"
+    asan=(env NCCL_TRAMPOLINE_TEST_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
+        RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" CARGO_TARGET_DIR=target/asan
+        ASAN_OPTIONS=detect_stack_use_after_return=1:detect_leaks=0)
+    "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test facade --test faults
+    step "AddressSanitizer: the negative control must be caught"
+    if "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test faults -- --ignored --exact \
+        asan_negative_control_a_late_store_into_freed_memory >target/asan-control.log 2>&1; then
+        echo "the negative control passed: AddressSanitizer did not see a late store into freed memory" >&2
+        exit 1
+    fi
+    grep -m1 "ERROR: AddressSanitizer: heap-use-after-free" target/asan-control.log
+    step "Miri ($NIGHTLY): the pure modules (placement, types, configs, versions, bounded calls)"
+    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: nccl::config nccl::types \
+        nccl::library::tests::both symbols:: nccl::bounded plan::tests::limits plan::tests::plan_for_a_foreign
+else
+    step "SKIP AddressSanitizer and Miri: the $NIGHTLY toolchain could not be installed"
+fi
 
 for t in "${CHECK_TARGETS[@]}"; do
     step "cargo check --target $t (no trampoline: must build, calls return Unsupported)"

@@ -217,6 +217,75 @@ pub enum Error {
         /// What is wrong.
         what: &'static str,
     },
+    /// A deadline passed: `operation` did not finish within `waited`.
+    #[error("{operation} timed out after {waited:.1?}")]
+    Timeout {
+        /// What was waited for (an NCCL function, or "stream wait").
+        operation: &'static str,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// The communicator can no longer run `operation` (failed, revoked, aborted, lost or
+    /// destroyed); the call never reached NCCL.
+    #[error("{operation} refused: the communicator is {state}")]
+    Unusable {
+        /// The NCCL function refused.
+        operation: &'static str,
+        /// Why, with the cause.
+        state: crate::nccl::CommState,
+    },
+    /// An abort could not run yet: a blocking NCCL call is in progress on the communicator. It
+    /// runs as soon as that call returns.
+    #[error(
+        "abort deferred: a blocking NCCL call is still running on the communicator; it aborts when that call returns"
+    )]
+    AbortPending,
+    /// A communicator cannot be created inside an open group.
+    #[error("{operation} inside an open group: NCCL fills the handle at ncclGroupEnd; end the group first (or use Nccl::split_all)")]
+    InGroup {
+        /// The creating function.
+        operation: &'static str,
+    },
+    /// A buffer or stream on another device than the communicator's.
+    #[error("{what} is on device {got}, the communicator on device {expected}")]
+    DeviceMismatch {
+        /// Which buffer or stream.
+        what: &'static str,
+        /// The communicator's device.
+        expected: i32,
+        /// The buffer's or stream's device.
+        got: i32,
+    },
+    /// A buffer bound to another stream than the collective's.
+    #[error("{what} is bound to another stream than the collective's")]
+    StreamMismatch {
+        /// Which buffer.
+        what: &'static str,
+    },
+    /// A symbol the loaded library does not export was called.
+    #[error("{symbol} is not exported by the loaded library")]
+    SymbolMissing {
+        /// The C symbol.
+        symbol: &'static str,
+    },
+    /// The CUDA driver could not be loaded.
+    #[error("cannot load the CUDA driver {path}: {reason}")]
+    CudaLoad {
+        /// The library tried.
+        path: String,
+        /// The loader's message.
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("{function} failed: CUDA error {code} ({text})")]
+    Cuda {
+        /// The driver function.
+        function: &'static str,
+        /// The `CUresult`.
+        code: i32,
+        /// `cuGetErrorString`'s text.
+        text: String,
+    },
     /// A unique-id rendezvous failed (I/O or a malformed message).
     #[error("rendezvous: {what}: {detail}")]
     Rendezvous {
@@ -232,5 +301,107 @@ pub enum Error {
         waited: std::time::Duration,
         /// What it was waiting for.
         waiting_for: &'static str,
+    },
+    /// A launcher variable whose value does not parse.
+    #[error("launcher variable {variable}={value:?}: expected {expected}")]
+    LauncherVariable {
+        /// The variable.
+        variable: String,
+        /// Its value (never a secret's: those are not echoed).
+        value: String,
+        /// What it should hold.
+        expected: &'static str,
+    },
+    /// Part of a launcher's variable set without the rest ("half a set").
+    #[error("{launcher} variables incomplete: {} set but {} missing", present.join(", "), missing.join(", "))]
+    LauncherIncomplete {
+        /// The launcher whose variables were found.
+        launcher: &'static str,
+        /// The variables that are set.
+        present: Vec<String>,
+        /// The variables that would complete the set.
+        missing: Vec<String>,
+    },
+    /// Launcher variables that contradict each other (a rank not below the size, ...).
+    #[error("launcher variables contradict each other: {detail} ({})", variables.join(", "))]
+    LauncherContradiction {
+        /// The variables involved, each as `NAME=value`.
+        variables: Vec<String>,
+        /// What is wrong.
+        detail: String,
+    },
+    /// No MPI library could be loaded; every candidate tried, with why it failed.
+    #[error("no MPI library could be loaded; tried: {}", tried.join("; "))]
+    MpiNotFound {
+        /// `path: reason` for each candidate.
+        tried: Vec<String>,
+    },
+    /// The loaded MPI library cannot be used: an ABI this crate does not know, a missing
+    /// function, or MPI already finalized in this process.
+    #[error("MPI library {library}: {detail}")]
+    MpiLibrary {
+        /// The library.
+        library: String,
+        /// What was found.
+        detail: String,
+    },
+    /// An MPI call returned an error code.
+    #[error("{function} failed: MPI error {code}{}", if text.is_empty() { String::new() } else { format!(" ({text})") })]
+    Mpi {
+        /// The MPI function.
+        function: &'static str,
+        /// Its return code.
+        code: i32,
+        /// `MPI_Error_string`'s text.
+        text: String,
+    },
+    /// What MPI reports about the job disagrees with the launcher's variables.
+    #[error("MPI reports {what} {mpi}, the launcher's variables say {launcher}")]
+    MpiMismatch {
+        /// "rank" or "size".
+        what: &'static str,
+        /// MPI's value.
+        mpi: i32,
+        /// The world's value.
+        launcher: u32,
+    },
+    /// The TCP rendezvous root's deadline passed before every rank had the id.
+    #[error("rendezvous timed out after {waited:?}: {} rank(s) never fetched the unique id ({}{})", missing.len(), missing.iter().take(8).map(|r| r.to_string()).collect::<Vec<_>>().join(", "), if missing.len() > 8 { ", ..." } else { "" })]
+    RendezvousMissingRanks {
+        /// How long the root waited.
+        waited: std::time::Duration,
+        /// The ranks that did not fetch the id, in order.
+        missing: Vec<u32>,
+    },
+    /// A rendezvous peer failed to prove the per-job secret (a wrong secret, another job, or
+    /// someone else's listener at the root's address).
+    #[error("rendezvous: {who} failed authentication")]
+    RendezvousAuth {
+        /// Which side failed: "the root" (seen by a rank) or "a client".
+        who: &'static str,
+    },
+    /// A rendezvous file that is refused (not a regular file, another owner, writable by
+    /// others).
+    #[error("rendezvous file {}: {reason}", path.display())]
+    RendezvousFile {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// No way to hand the unique id to every rank could be chosen, or the chosen one is not
+    /// usable in this world.
+    #[error("unique-id route: {detail}")]
+    IdRoute {
+        /// What is missing and what to set.
+        detail: String,
+    },
+    /// Choosing this rank's GPU failed.
+    #[error("selecting the GPU of local rank {local_rank}: {detail}")]
+    Device {
+        /// The local rank.
+        local_rank: u32,
+        /// What failed (a CUDA driver call and its code, or too few GPUs).
+        detail: String,
     },
 }

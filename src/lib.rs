@@ -42,12 +42,15 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod abi;
+pub mod cuda;
 pub mod engine;
 mod error;
+pub mod launch;
 pub mod limits;
 pub mod nccl;
 mod plan;
 mod program;
+pub mod symbols;
 mod typed;
 mod types;
 

@@ -38,8 +38,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("NCCL_") || k == "VIRTUAL_ENV" || k == "CONDA_PREFIX")
-    {
+    for (k, _) in std::env::vars().filter(|(k, _)| inherited_setting(k)) {
         cmd.env_remove(k);
     }
     cmd.envs(env.iter().copied());
@@ -68,6 +67,27 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
         std::thread::sleep(Duration::from_millis(10));
     };
     Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
+}
+
+/// Variables of the machine running the tests that would change what the command does: NCCL's,
+/// the Python environment's, and every launcher's (a test run inside a Slurm job or under
+/// torchrun must not make the command a rank of that job).
+fn inherited_setting(k: &str) -> bool {
+    k.starts_with("NCCL_")
+        || [
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
+            "RANK",
+            "WORLD_SIZE",
+            "LOCAL_RANK",
+            "LOCAL_WORLD_SIZE",
+            "MASTER_ADDR",
+            "MASTER_PORT",
+        ]
+        .contains(&k)
+        || ["OMPI_COMM_WORLD_", "PMI_", "MPI_LOCAL", "MV2_", "SLURM_", "PET_", "TORCHELASTIC_"]
+            .iter()
+            .any(|p| k.starts_with(p))
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -368,10 +388,9 @@ fn perf_needs_the_gpus_it_is_asked_for() {
 }
 
 #[test]
-fn perf_procs_starts_one_process_per_gpu_and_merges_their_lines() {
-    // The stand-in cannot move data between processes: -c 0, so only the plumbing (spawn,
-    // unique-id rendezvous, ncclCommInitRank per child, merged lines) is under test.
-    let o = perf(&["all_reduce", "-b", "8", "-e", "64", "-f", "2", "--procs", "2", "-c", "0", "-n", "2"], &[]);
+fn perf_procs_starts_one_rank_per_process_and_rank_0_prints_the_table() {
+    // The stand-in meets ranks of other processes in shared memory: every element checked.
+    let o = perf(&["all_reduce", "-b", "8", "-e", "64", "-f", "2", "--procs", "2", "-n", "2"], &[]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert!(out.contains("nProcs 2 nGpus 1"), "{out}");
@@ -379,6 +398,169 @@ fn perf_procs_starts_one_process_per_gpu_and_merges_their_lines() {
         out.lines().filter(|l| l.starts_with("#  Rank")).map(|l| l.split_whitespace().nth(4).unwrap()).collect();
     assert_eq!(pids.len(), 2, "each rank is its own process:\n{out}");
     let rows = rows(&out);
-    assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["8", "16", "32", "64"]);
-    assert!(rows.iter().all(|r| r[8] == "N/A" && r[12] == "N/A"), "{out}");
+    assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["8", "16", "32", "64"], "one table:\n{out}");
+    assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
+}
+
+/// Starts `n` ranks of `perf` at once, each with the variables `env(rank)` a launcher would
+/// set, on the stand-ins; returns every rank's output, in rank order.
+fn launch(
+    n: usize,
+    env: impl Fn(usize) -> Vec<(String, String)>,
+    args: &[&str],
+    extra: &[(&str, &str)],
+) -> Vec<Output> {
+    let threads: Vec<_> = (0..n)
+        .map(|r| {
+            let mut e: Vec<(String, String)> = env(r);
+            e.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            std::thread::spawn(move || {
+                let env: Vec<(&str, &str)> = e.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let args: Vec<&str> = a.iter().map(String::as_str).collect();
+                perf(&args, &env)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+/// torchrun's variables for rank `r` of `n` on this host.
+fn torchrun(n: usize, port: u16, run_id: &str) -> impl Fn(usize) -> Vec<(String, String)> {
+    let run_id = run_id.to_string();
+    move |r| {
+        [
+            ("RANK", r.to_string()),
+            ("WORLD_SIZE", n.to_string()),
+            ("LOCAL_RANK", r.to_string()),
+            ("LOCAL_WORLD_SIZE", n.to_string()),
+            ("GROUP_RANK", "0".to_string()),
+            ("MASTER_ADDR", "127.0.0.1".to_string()),
+            ("MASTER_PORT", port.to_string()),
+            ("TORCHELASTIC_RUN_ID", run_id.clone()),
+            ("FAKE_CUDA_DEVICES", n.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+}
+
+/// A run id no other test or run shares (the rendezvous port is derived from it).
+fn run_id(name: &str) -> String {
+    format!("{name}-{}-{:?}", std::process::id(), std::time::SystemTime::now())
+}
+
+#[test]
+fn perf_under_torchrun_variables_is_one_rank_per_process() {
+    // torchrun's store holds MASTER_PORT: a listener here stands in for it, and the
+    // rendezvous must pick another port.
+    let store = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = store.local_addr().unwrap().port();
+    let args = ["broadcast", "-b", "64", "-e", "4K", "-f", "8", "-r", "1", "-n", "2", "-w", "1"];
+    let outs = launch(3, torchrun(3, port, &run_id("torchrun")), &args, &[]);
+    for (r, o) in outs.iter().enumerate() {
+        let (out, err) = text(o);
+        assert!(o.status.success(), "rank {r}:\n{out}\n{err}");
+        if r == 0 {
+            assert!(out.contains("nProcs 3 nGpus 1"), "{out}");
+            let rows = rows(&out);
+            assert_eq!(rows.len(), 3, "{out}");
+            assert!(rows.iter().all(|row| row[4] == "1" && row[8] == "0" && row[12] == "0"), "{out}");
+        } else {
+            assert_eq!(out, "", "only rank 0 prints");
+        }
+    }
+}
+
+#[test]
+fn perf_under_slurm_variables_is_one_rank_per_process() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    let job = std::process::id().to_string();
+    let env = move |r: usize| -> Vec<(String, String)> {
+        [
+            ("SLURM_JOB_ID", job.clone()),
+            ("SLURM_STEP_ID", "0".to_string()),
+            ("SLURM_PROCID", r.to_string()),
+            ("SLURM_STEP_NUM_TASKS", "2".to_string()),
+            ("SLURM_LOCALID", r.to_string()),
+            ("SLURM_NODEID", "0".to_string()),
+            ("SLURM_STEP_TASKS_PER_NODE", "2".to_string()),
+            ("SLURM_STEP_NODELIST", host.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    };
+    let outs = launch(2, env, &["all_gather", "-b", "64", "-e", "256", "-f", "2", "-n", "2"], &[]);
+    let (out, err) = text(&outs[0]);
+    assert!(outs.iter().all(|o| o.status.success()), "{out}\n{err}\n{:?}", text(&outs[1]));
+    assert_eq!(rows(&out).len(), 3, "{out}");
+}
+
+/// The crate's own variables for rank `r` of `n` on this host, plus `extra`.
+fn explicit(n: usize, extra: Vec<(String, String)>) -> impl Fn(usize) -> Vec<(String, String)> {
+    move |r| {
+        let mut v: Vec<(String, String)> = [
+            ("NCCL_TRAMPOLINE_RANK", r.to_string()),
+            ("NCCL_TRAMPOLINE_WORLD_SIZE", n.to_string()),
+            ("NCCL_TRAMPOLINE_LOCAL_RANK", r.to_string()),
+            ("NCCL_TRAMPOLINE_LOCAL_SIZE", n.to_string()),
+            ("FAKE_CUDA_DEVICES", n.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        v.extend(extra.iter().cloned());
+        v
+    }
+}
+
+#[test]
+fn perf_over_the_file_route_and_nccl_comm_id() {
+    let args = ["all_reduce", "-b", "64", "-e", "256", "-f", "4", "-n", "2", "-w", "0"];
+    // A file on a "shared" filesystem: published by rank 0, removed once every rank joined.
+    let dir = common::work_dir("cli-file-route");
+    let file = dir.join("id");
+    let env = explicit(3, vec![("NCCL_TRAMPOLINE_ID_FILE".into(), file.display().to_string())]);
+    let outs = launch(3, env, &args, &[]);
+    let (out, err) = text(&outs[0]);
+    assert!(outs.iter().all(|o| o.status.success()), "{out}\n{err}\n{:?}", text(&outs[2]));
+    assert_eq!(rows(&out).len(), 2, "{out}");
+    assert!(!file.exists(), "the root removes the file after init");
+    // NCCL_COMM_ID: every rank's ncclGetUniqueId gives the same id, no exchange.
+    let env = explicit(2, vec![("NCCL_COMM_ID".into(), format!("127.0.0.1:{}", std::process::id() % 20000 + 30000))]);
+    let outs = launch(2, env, &args, &[]);
+    let (out, err) = text(&outs[0]);
+    assert!(outs.iter().all(|o| o.status.success()), "{out}\n{err}");
+    assert_eq!(rows(&out).len(), 2, "{out}");
+}
+
+#[test]
+fn perf_ranks_all_fail_when_any_rank_sees_a_wrong_element() {
+    let args = ["all_reduce", "-b", "32", "-e", "32", "-n", "1", "-w", "0"];
+    let outs = launch(2, torchrun(2, 1, &run_id("corrupt")), &args, &[("FAKE_NCCL_CORRUPT", "1")]);
+    for (r, o) in outs.iter().enumerate() {
+        assert_eq!(o.status.code(), Some(1), "rank {r}: {:?}", text(o));
+    }
+    let (out, _) = text(&outs[0]);
+    assert!(out.contains("# Out of bounds values : 4 FAILED"), "{out}");
+}
+
+#[test]
+fn perf_under_a_launcher_refuses_what_does_not_fit_it() {
+    let env: Vec<(String, String)> = torchrun(2, 1, "x")(1);
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let o = perf(&["all_reduce", "-g", "2"], &env);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains("drives one GPU"), "{:?}", text(&o));
+    let o = perf(&["all_reduce", "--procs", "2"], &env);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("leave --procs out"), "{:?}", text(&o));
+    // A contradiction in the launcher's variables: named, exit status 1.
+    env.retain(|(k, _)| *k != "RANK");
+    env.push(("RANK", "2"));
+    let o = perf(&["all_reduce"], &env);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("RANK=2, WORLD_SIZE=2"), "{:?}", text(&o));
 }

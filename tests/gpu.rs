@@ -6,17 +6,15 @@
 //! singletons, registration, ncclMemAlloc, async error, finalize/destroy.
 //!
 //! Opt-in: runs only with NCCL_TRAMPOLINE_GPU_TESTS=1 (it says so when skipped). NCCL comes
-//! from the discovery order (set NCCL_TRAMPOLINE_LIBRARY to pick a build), the CUDA runtime
-//! from NCCL_TRAMPOLINE_CUDART or the loader. `scripts/gpu-test.sh` builds the binary; the
+//! from the discovery order (set NCCL_TRAMPOLINE_LIBRARY to pick a build), the CUDA driver
+//! through the library's loader (`nccl_trampoline::cuda`). `scripts/gpu-test.sh` builds the binary; the
 //! command that runs it on the GPU machine and its results are in docs/gpu-results.md.
 #![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 
 mod common;
 
-use std::ffi::c_void;
-
-use common::cuda::{Cuda, D2H, H2D};
-use nccl_trampoline::nccl::{Communicator, DataType, Nccl, RedOp};
+use nccl_trampoline::cuda::{DeviceMemory, DeviceStream, Driver as Cuda};
+use nccl_trampoline::nccl::{Communicator, CustomRedOp, DataType, Nccl, RedOp};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum El {
@@ -104,12 +102,22 @@ fn value(r: usize, k: usize) -> f64 {
     (1 + (k + 3 * r) % 3) as f64
 }
 
-struct Rank<'n> {
-    comm: Communicator<'n>,
+struct Rank<'d> {
+    comm: Communicator,
     dev: i32,
-    stream: *mut c_void,
-    send: *mut c_void,
-    recv: *mut c_void,
+    stream: DeviceStream<'d>,
+    send: DeviceMemory<'d>,
+    recv: DeviceMemory<'d>,
+}
+
+impl<'d> Rank<'d> {
+    /// Device `dev`'s buffers and stream, made on its primary context.
+    fn new(cuda: &'d Cuda, comm: Communicator, dev: i32) -> Self {
+        cuda.activate(dev).expect("activate the GPU");
+        let stream = cuda.stream().expect("cuStreamCreate");
+        let (send, recv) = (cuda.alloc(BUF).expect("cuMemAlloc"), cuda.alloc(BUF).expect("cuMemAlloc"));
+        Rank { comm, dev, stream, send, recv }
+    }
 }
 
 const COUNT: usize = 1023; // odd, not a multiple of anything convenient
@@ -131,19 +139,19 @@ impl Report {
     }
 }
 
-fn upload(cuda: &Cuda, rank: &Rank, dst: *mut c_void, el: El, vals: &[f64]) {
+fn upload(cuda: &Cuda, rank: &Rank, el: El, vals: &[f64]) {
     let mut bytes = Vec::new();
     for v in vals {
         el.encode(*v, &mut bytes);
     }
-    cuda.set_device(rank.dev);
-    cuda.memcpy(dst, bytes.as_ptr().cast(), bytes.len(), H2D);
+    cuda.activate(rank.dev).unwrap();
+    rank.send.upload(&bytes).expect("cuMemcpyHtoD");
 }
 
-fn download(cuda: &Cuda, rank: &Rank, src: *mut c_void, el: El, n: usize) -> Vec<f64> {
+fn download(cuda: &Cuda, rank: &Rank, el: El, n: usize) -> Vec<f64> {
     let mut bytes = vec![0u8; n * el.size()];
-    cuda.set_device(rank.dev);
-    cuda.memcpy(bytes.as_mut_ptr().cast(), src, bytes.len(), D2H);
+    cuda.activate(rank.dev).unwrap();
+    rank.recv.download(&mut bytes).expect("cuMemcpyDtoH");
     bytes.chunks(el.size()).map(|c| el.decode(c)).collect()
 }
 
@@ -155,30 +163,21 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
     }
     assert_eq!(std::env::var("NCCL_NVLS_ENABLE").as_deref(), Ok("0"), "keep NVLink multicast off: NCCL_NVLS_ENABLE=0");
     let nccl = Nccl::load().expect("load NCCL");
-    let cuda = Cuda::load();
-    let (drv, rt) = cuda.versions();
-    let n = cuda.device_count() as usize;
+    let cuda = Cuda::load().expect("load the CUDA driver");
+    let n = cuda.device_count().unwrap() as usize;
     eprintln!(
-        "NCCL {} from {}; CUDA runtime {} ({}), driver API {}; {} GPUs",
+        "NCCL {} from {}; CUDA driver {} ({}); {} GPUs",
         nccl.version(),
         nccl.path().display(),
-        rt,
-        cuda.path,
-        drv,
+        cuda.version().unwrap(),
+        cuda.path().display(),
         n
     );
     assert!(n >= 1);
 
     let devices: Vec<i32> = (0..n as i32).collect();
     let comms = Communicator::init_all(&nccl, &devices).expect("ncclCommInitAll");
-    let ranks: Vec<Rank> = comms
-        .into_iter()
-        .zip(&devices)
-        .map(|(comm, &dev)| {
-            cuda.set_device(dev);
-            Rank { comm, dev, stream: cuda.stream(), send: cuda.malloc(BUF), recv: cuda.malloc(BUF) }
-        })
-        .collect();
+    let ranks: Vec<Rank> = comms.into_iter().zip(&devices).map(|(comm, &dev)| Rank::new(&cuda, comm, dev)).collect();
     let mut report = Report(Vec::new());
     for (i, r) in ranks.iter().enumerate() {
         assert_eq!(
@@ -202,9 +201,9 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
 
     // Registration and NCCL's allocator.
     for (i, r) in ranks.iter().enumerate() {
-        cuda.set_device(r.dev);
+        cuda.activate(r.dev).unwrap();
         // SAFETY: r.send is a BUF-byte device allocation of this GPU, alive while registered.
-        let reg = unsafe { r.comm.register(r.send, BUF) };
+        let reg = unsafe { r.comm.register(r.send.ptr(), BUF) };
         report.0.push((format!("register/deregister rank {i}"), reg.map(drop).map_err(|e| e.to_string())));
         let mem = nccl.mem_alloc(1 << 20);
         report.0.push((format!("ncclMemAlloc/ncclMemFree on GPU {i}"), mem.map(drop).map_err(|e| e.to_string())));
@@ -218,15 +217,15 @@ fn gpu_every_collective_type_and_reduction_on_all_local_gpus() {
     }
 
     for r in &ranks {
-        cuda.set_device(r.dev);
+        cuda.activate(r.dev).unwrap();
         r.comm.finalize().unwrap();
     }
     let mut fin = Ok(());
     for r in ranks {
-        cuda.set_device(r.dev);
-        cuda.free(r.send);
-        cuda.free(r.recv);
-        if let Err(e) = r.comm.destroy() {
+        cuda.activate(r.dev).unwrap();
+        let Rank { comm, send, recv, stream, .. } = r;
+        drop((send, recv, stream));
+        if let Err(e) = comm.destroy() {
             fin = Err(e.to_string());
         }
     }
@@ -318,7 +317,7 @@ fn run_case(
     let c = COUNT;
     let send_len = if matches!(coll, Coll::ReduceScatter | Coll::AllToAll | Coll::Scatter) { n * c } else { c };
     for (r, rank) in local {
-        upload(cuda, rank, rank.send, el, &(0..send_len).map(|j| value(*r, j)).collect::<Vec<_>>());
+        upload(cuda, rank, el, &(0..send_len).map(|j| value(*r, j)).collect::<Vec<_>>());
     }
     // PreMulSum ops are per communicator; they live until the collective has run.
     let custom: Vec<_> = if op.starts_with("premulsum") {
@@ -342,24 +341,25 @@ fn run_case(
         for (i, (r, x)) in local.iter().enumerate() {
             let r = *r;
             let redop = custom[i].as_ref().map_or(named, |(_, id)| *id);
-            cuda.set_device(x.dev);
+            cuda.activate(x.dev).unwrap();
             let comm = &x.comm;
+            let (send, recv, stream) = (x.send.ptr(), x.recv.ptr(), x.stream.raw());
             // SAFETY: send/recv are BUF-byte device allocations of this rank's GPU (room for
             // n * COUNT elements of 8 bytes, n <= 8), the stream is this GPU's, and both
             // outlive the synchronisation below.
             let result = unsafe {
                 match coll {
-                    Coll::AllReduce => comm.all_reduce_raw(x.send, x.recv, c, dt, redop, x.stream),
-                    Coll::Reduce => comm.reduce_raw(x.send, x.recv, c, dt, redop, root as i32, x.stream),
-                    Coll::ReduceScatter => comm.reduce_scatter_raw(x.send, x.recv, c, dt, redop, x.stream),
-                    Coll::Broadcast => comm.broadcast_raw(x.send, x.recv, c, dt, 0, x.stream),
-                    Coll::AllGather => comm.all_gather_raw(x.send, x.recv, c, dt, x.stream),
-                    Coll::AllToAll => comm.all_to_all_raw(x.send, x.recv, c, dt, x.stream),
-                    Coll::Gather => comm.gather_raw(x.send, x.recv, c, dt, 0, x.stream),
-                    Coll::Scatter => comm.scatter_raw(x.send, x.recv, c, dt, 0, x.stream),
+                    Coll::AllReduce => comm.all_reduce_raw(send, recv, c, dt, redop, stream),
+                    Coll::Reduce => comm.reduce_raw(send, recv, c, dt, redop, root as i32, stream),
+                    Coll::ReduceScatter => comm.reduce_scatter_raw(send, recv, c, dt, redop, stream),
+                    Coll::Broadcast => comm.broadcast_raw(send, recv, c, dt, 0, stream),
+                    Coll::AllGather => comm.all_gather_raw(send, recv, c, dt, stream),
+                    Coll::AllToAll => comm.all_to_all_raw(send, recv, c, dt, stream),
+                    Coll::Gather => comm.gather_raw(send, recv, c, dt, 0, stream),
+                    Coll::Scatter => comm.scatter_raw(send, recv, c, dt, 0, stream),
                     Coll::SendRecvForward | Coll::SendRecvBackward => comm
-                        .send_raw(x.send, c, dt, ((r + step) % n) as i32, x.stream)
-                        .and_then(|_| comm.recv_raw(x.recv, c, dt, ((r + n - step) % n) as i32, x.stream)),
+                        .send_raw(send, c, dt, ((r + step) % n) as i32, stream)
+                        .and_then(|_| comm.recv_raw(recv, c, dt, ((r + n - step) % n) as i32, stream)),
                 }
             };
             result.unwrap_or_else(|e| panic!("{coll:?} {el:?} {op}: {e}"));
@@ -367,8 +367,8 @@ fn run_case(
         group.end().unwrap_or_else(|e| panic!("ncclGroupEnd for {coll:?} {el:?} {op}: {e}"));
     }
     for (_, x) in local {
-        cuda.set_device(x.dev);
-        cuda.sync(x.stream);
+        cuda.activate(x.dev).unwrap();
+        x.stream.synchronize().expect("cuStreamSynchronize");
     }
     drop(custom);
     for (r, x) in local {
@@ -389,7 +389,7 @@ fn run_case(
             }
         };
         if let Some(want) = want {
-            let got = download(cuda, x, x.recv, el, want.len());
+            let got = download(cuda, x, el, want.len());
             let name =
                 if op == "-" { format!("{coll:?} {el:?} rank {r}") } else { format!("{coll:?} {el:?} {op} rank {r}") };
             report.check(name, got, want);
@@ -410,12 +410,13 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
     }
     let Ok(rank) = std::env::var("NCCL_TRAMPOLINE_GPU_RANK") else {
         // Parent: pick a loopback port, start both ranks, wait for them.
-        let cuda = Cuda::load();
-        if cuda.device_count() < 2 {
+        let cuda = Cuda::load().expect("load the CUDA driver");
+        if cuda.device_count().unwrap() < 2 {
             eprintln!("skipped: two-process test needs 2 GPUs");
             return;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let secret = rendezvous::RendezvousKey::random_secret().unwrap();
         let exe = std::env::current_exe().unwrap();
         let children: Vec<_> = (0..2)
             .map(|r| {
@@ -428,6 +429,7 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
                     ])
                     .env("NCCL_TRAMPOLINE_GPU_RANK", r.to_string())
                     .env("NCCL_TRAMPOLINE_GPU_ROOT", format!("127.0.0.1:{port}"))
+                    .env("NCCL_TRAMPOLINE_GPU_SECRET", &secret)
                     .spawn()
                     .unwrap()
             })
@@ -453,24 +455,25 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
     let root: std::net::SocketAddr = std::env::var("NCCL_TRAMPOLINE_GPU_ROOT").unwrap().parse().unwrap();
     let n = 2;
     let nccl = Nccl::load().expect("load NCCL");
-    let cuda = Cuda::load();
-    cuda.set_device(rank as i32);
+    let cuda = Cuda::load().expect("load the CUDA driver");
+    cuda.activate(rank as i32).unwrap();
+    let key = rendezvous::RendezvousKey::from_secret(std::env::var("NCCL_TRAMPOLINE_GPU_SECRET").unwrap().as_bytes());
     let id = if rank == 0 {
         let id = nccl.unique_id().unwrap();
-        let server = rendezvous::TcpRoot::bind(root).unwrap();
-        server.serve(&id, n - 1, Duration::from_secs(60)).unwrap();
+        let server = rendezvous::TcpRoot::bind(root, key).unwrap();
+        server.serve(&id, 1..n as u32, Duration::from_secs(60)).unwrap();
         id
     } else {
-        rendezvous::fetch_tcp(root, Duration::from_secs(60)).unwrap()
+        rendezvous::fetch_tcp(root, &key, rank as u32, Duration::from_secs(60)).unwrap()
     };
     let comm = Communicator::init_rank(&nccl, n as i32, &id, rank as i32).expect("ncclCommInitRank");
     assert_eq!((comm.count().unwrap(), comm.rank().unwrap()), (n as i32, rank as i32));
-    let me = Rank { comm, dev: rank as i32, stream: cuda.stream(), send: cuda.malloc(BUF), recv: cuda.malloc(BUF) };
+    let me = Rank::new(&cuda, comm, rank as i32);
     let mut report = Report(Vec::new());
     matrix(&nccl, &cuda, &[(rank, &me)], n, &mut report);
-    cuda.free(me.send);
-    cuda.free(me.recv);
-    me.comm.destroy().unwrap();
+    let Rank { comm, send, recv, stream, .. } = me;
+    drop((send, recv, stream));
+    comm.destroy().unwrap();
     let failed = report.0.iter().filter(|(_, r)| r.is_err()).count();
     for (case, r) in &report.0 {
         println!("| {case} | {} |", r.as_ref().map_or_else(|e| format!("FAIL: {e}"), |_| "pass".to_string()));
@@ -480,7 +483,7 @@ fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
 }
 
 /// A PreMulSum op with scalar 2 in the element type.
-fn pre_mul_sum_two<'c, 'n>(comm: &'c Communicator<'n>, el: El) -> (nccl_trampoline::nccl::CustomRedOp<'c, 'n>, RedOp) {
+fn pre_mul_sum_two(comm: &Communicator, el: El) -> (CustomRedOp<'_>, RedOp) {
     let op = match el {
         El::I8 => comm.create_pre_mul_sum(2i8),
         El::U8 => comm.create_pre_mul_sum(2u8),

@@ -200,7 +200,13 @@ impl Config {
 
     /// True when `blocking` is set to 0.
     pub fn is_nonblocking(&self) -> bool {
-        self.ints.iter().any(|(n, v)| *n == "blocking" && *v == 0)
+        self.blocking_setting() == Some(false)
+    }
+
+    /// `blocking` as set (`None`: left to NCCL, which means blocking unless
+    /// `NCCL_COMM_BLOCKING=0`).
+    pub fn blocking_setting(&self) -> Option<bool> {
+        self.ints.iter().find(|(n, _)| *n == "blocking").map(|(_, v)| *v != 0)
     }
 
     /// Writes the config for a library of `version`. Errors: the library has no config
@@ -250,8 +256,11 @@ impl Config {
                 known(field)?;
                 let c = CString::new(s.as_str())
                     .map_err(|_| Error::InvalidArgument { what: "config string contains a NUL byte" })?;
-                buf.put_u64(field.offset, c.as_ptr() as u64);
+                // Stored first, then pointed to: moving a CString (a Box) after taking its
+                // pointer would invalidate the pointer.
                 buf.strings.push(c);
+                let stored = buf.strings.last().map_or(core::ptr::null(), |c| c.as_ptr());
+                buf.put_u64(field.offset, stored as u64);
             }
         }
         Ok(buf)

@@ -5,6 +5,9 @@ use core::ffi::c_void;
 use core::fmt;
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::cuda::Driver;
 
 use crate::nccl::types::NcclResult;
 use crate::{Abi, Aggregate, CallPlan, Error, Signature, Type};
@@ -140,6 +143,7 @@ pub enum Sym {
     AlltoAll,
     Gather,
     Scatter,
+    CommRevoke,
 }
 
 /// Argument shapes, spelled compactly in the table below.
@@ -222,9 +226,10 @@ const SYMBOLS: &[SymInfo] = &[
     SymInfo { sym: Sym::AlltoAll, name: "ncclAlltoAll", since: v(2, 28, 3), args: &[P, P, Z, I, P, P] },
     SymInfo { sym: Sym::Gather, name: "ncclGather", since: v(2, 28, 3), args: &[P, P, Z, I, I, P, P] },
     SymInfo { sym: Sym::Scatter, name: "ncclScatter", since: v(2, 28, 3), args: &[P, P, Z, I, I, P, P] },
+    SymInfo { sym: Sym::CommRevoke, name: "ncclCommRevoke", since: v(2, 28, 7), args: &[P, I] },
 ];
 
-const SYMBOL_COUNT: usize = Sym::Scatter as usize + 1;
+const SYMBOL_COUNT: usize = Sym::CommRevoke as usize + 1;
 static_assertions::const_assert_eq!(SYMBOLS.len(), SYMBOL_COUNT);
 
 fn info(sym: Sym) -> &'static SymInfo {
@@ -259,30 +264,38 @@ struct Entry {
 
 /// A loaded NCCL or RCCL: its path, version and symbol table.
 ///
-/// `Nccl` is `Send` and `Sync`: after loading it holds only immutable function addresses and
-/// plans, and NCCL's API may be entered from any thread. Per-communicator rules (one thread at
-/// a time, groups per thread) are enforced by [`Communicator`](crate::nccl::Communicator) and
-/// [`Group`](crate::nccl::Group).
+/// A cheap handle: clones share one loaded library, which stays loaded while any clone, or any
+/// [`Communicator`](crate::nccl::Communicator) made from it, lives. `Send` and `Sync`: after
+/// loading it holds only immutable function addresses and plans, and NCCL's API may be entered
+/// from any thread. Per-communicator rules (one thread at a time, groups per thread) are
+/// enforced by [`Communicator`](crate::nccl::Communicator) and [`Group`](crate::nccl::Group).
+#[derive(Clone)]
 pub struct Nccl {
+    lib: Arc<Library>,
+}
+
+struct Library {
     entries: Vec<Option<Entry>>,
     path: PathBuf,
     version: Version,
     flavor: Flavor,
+    /// The CUDA driver, loaded on first use (stream waits, the watchdog, device checks).
+    cuda: OnceLock<Result<Arc<Driver>, Error>>,
     // Last field: dropped after the entries that point into it.
     _lib: libloading::Library,
 }
 
-// SAFETY: see the type's documentation; the raw pointers are code addresses that never change.
-unsafe impl Send for Nccl {}
-// SAFETY: as above; no method mutates the table.
-unsafe impl Sync for Nccl {}
+// SAFETY: see `Nccl`'s documentation; the raw pointers are code addresses that never change.
+unsafe impl Send for Library {}
+// SAFETY: as above; nothing mutates the table after loading (the driver cell is a OnceLock).
+unsafe impl Sync for Library {}
 
 impl fmt::Debug for Nccl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Nccl")
-            .field("path", &self.path)
-            .field("version", &self.version)
-            .field("flavor", &self.flavor)
+            .field("path", &self.lib.path)
+            .field("version", &self.lib.version)
+            .field("flavor", &self.lib.flavor)
             .finish()
     }
 }
@@ -384,40 +397,69 @@ impl Nccl {
             entries.push(entry);
         }
         let path = resolved_path(&c.path, &entries).unwrap_or_else(|| c.path.clone());
-        let mut nccl = Nccl { entries, path, version: Version::new(0, 0, 0), flavor, _lib: lib };
+        let mut library =
+            Library { entries, path, version: Version::new(0, 0, 0), flavor, cuda: OnceLock::new(), _lib: lib };
         let mut code = 0i32;
-        let r = nccl.raw(Sym::GetVersion, &[crate::arg(&(&mut code as *mut i32))])?;
+        let r = library.raw(Sym::GetVersion, &[crate::arg(&(&mut code as *mut i32))])?;
         if !r.is_success() {
+            let nccl = Nccl { lib: Arc::new(library) };
             return Err(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()));
         }
-        nccl.version = Version::from_code(code)
+        library.version = Version::from_code(code)
             .ok_or_else(|| Error::LibraryLoad { reason: format!("ncclGetVersion gave {code}") })?;
-        Ok(nccl)
+        Ok(Nccl { lib: Arc::new(library) })
     }
 
     /// The file the library was loaded from (resolved through the loader where it can be).
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.lib.path
     }
 
     /// The version `ncclGetVersion` reported.
     pub fn version(&self) -> Version {
-        self.version
+        self.lib.version
     }
 
     /// NCCL or RCCL.
     pub fn flavor(&self) -> Flavor {
-        self.flavor
+        self.lib.flavor
+    }
+
+    /// The CUDA driver, loaded on first use ([`Driver::load`]: `NCCL_TRAMPOLINE_CUDA_DRIVER`,
+    /// else `libcuda.so.1`) and shared by every communicator of this library. The facade uses
+    /// it for stream waits, the watchdog and device checks; without one those features return
+    /// this error, and everything else works.
+    pub fn cuda(&self) -> Result<&Arc<Driver>, Error> {
+        self.lib.cuda.get_or_init(|| Driver::load().map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// Uses `driver` as this library's CUDA driver (instead of loading one on first use).
+    /// Fails with `InvalidArgument` once a driver was loaded or set.
+    pub fn set_cuda(&self, driver: Driver) -> Result<(), Error> {
+        self.lib
+            .cuda
+            .set(Ok(Arc::new(driver)))
+            .map_err(|_| Error::InvalidArgument { what: "the CUDA driver of this library is already chosen" })
+    }
+
+    /// The CUDA driver if one is loaded or loadable, without reporting why not.
+    pub(crate) fn cuda_if_any(&self) -> Option<&Arc<Driver>> {
+        self.cuda().ok()
+    }
+
+    /// True when `self` and `other` share one loaded library.
+    pub(crate) fn same(&self, other: &Nccl) -> bool {
+        Arc::ptr_eq(&self.lib, &other.lib)
     }
 
     /// True if the loaded library exports `name` (a C symbol name such as `"ncclCommSplit"`).
     pub fn has(&self, name: &str) -> bool {
-        SYMBOLS.iter().any(|i| i.name == name && self.entries[i.sym as usize].is_some())
+        SYMBOLS.iter().any(|i| i.name == name && self.lib.entries[i.sym as usize].is_some())
     }
 
     /// Known symbols the loaded library lacks, with the version that introduced each.
     pub fn missing_symbols(&self) -> Vec<(&'static str, Version)> {
-        SYMBOLS.iter().filter(|i| self.entries[i.sym as usize].is_none()).map(|i| (i.name, i.since)).collect()
+        SYMBOLS.iter().filter(|i| self.lib.entries[i.sym as usize].is_none()).map(|i| (i.name, i.since)).collect()
     }
 
     /// `ncclGetErrorString`: NCCL's text for a result code.
@@ -445,36 +487,29 @@ impl Nccl {
         Ok(id)
     }
 
-    fn entry(&self, sym: Sym) -> Result<&Entry, Error> {
-        self.entries[sym as usize].as_ref().ok_or_else(|| {
-            let i = info(sym);
-            Error::Unsupported { symbol: i.name, needs: i.since.to_string(), loaded: self.version.to_string() }
-        })
+    /// True if the loaded library exports `sym`.
+    pub(crate) fn has_sym(&self, sym: Sym) -> bool {
+        self.lib.entries[sym as usize].is_some()
     }
 
     /// Calls `sym` (an `ncclResult_t` function) with `args` and returns its raw result.
     pub(crate) fn raw(&self, sym: Sym, args: &[*const c_void]) -> Result<NcclResult, Error> {
-        let e = self.entry(sym)?;
-        let mut r = 0i32;
-        // SAFETY: the plan was built from this symbol's prototype (SYMBOLS); callers pass
-        // pointers to values of the prototype's argument types.
-        unsafe { e.plan.call(e.func, args, (&mut r as *mut i32).cast())? };
-        Ok(NcclResult(r))
+        self.lib.raw(sym, args)
     }
 
     fn call_ptr(&self, sym: Sym, args: &[*const c_void]) -> Result<*const core::ffi::c_char, Error> {
-        let e = self.entry(sym)?;
+        let e = self.lib.entry(sym)?;
         let mut r: *const core::ffi::c_char = core::ptr::null();
         // SAFETY: as in `raw`; these symbols return `const char *`.
         unsafe { e.plan.call(e.func, args, (&mut r as *mut *const core::ffi::c_char).cast())? };
         Ok(r)
     }
 
-    /// Calls `sym` and turns anything but success (or `ncclInProgress`, a state of non-blocking
-    /// communicators) into [`Error::Nccl`] with NCCL's own texts.
+    /// Calls `sym` and turns anything but success into [`Error::Nccl`] with NCCL's own texts
+    /// (`ncclInProgress` too: callers that expect it use [`raw`](Self::raw)).
     pub(crate) fn check(&self, sym: Sym, args: &[*const c_void], comm: *mut c_void) -> Result<(), Error> {
         let r = self.raw(sym, args)?;
-        if r.is_success() || r == NcclResult::IN_PROGRESS {
+        if r.is_success() {
             Ok(())
         } else {
             Err(self.failure(sym, r, comm))
@@ -488,6 +523,29 @@ impl Nccl {
         };
         let last_error = self.last_error_for(comm).ok().flatten().unwrap_or_default();
         Error::Nccl { function: info(sym).name, code: r.0, name, last_error }
+    }
+
+    /// The C name of `sym`.
+    pub(crate) fn name(sym: Sym) -> &'static str {
+        info(sym).name
+    }
+}
+
+impl Library {
+    fn entry(&self, sym: Sym) -> Result<&Entry, Error> {
+        self.entries[sym as usize].as_ref().ok_or_else(|| {
+            let i = info(sym);
+            Error::Unsupported { symbol: i.name, needs: i.since.to_string(), loaded: self.version.to_string() }
+        })
+    }
+
+    fn raw(&self, sym: Sym, args: &[*const c_void]) -> Result<NcclResult, Error> {
+        let e = self.entry(sym)?;
+        let mut r = 0i32;
+        // SAFETY: the plan was built from this symbol's prototype (SYMBOLS); callers pass
+        // pointers to values of the prototype's argument types.
+        unsafe { e.plan.call(e.func, args, (&mut r as *mut i32).cast())? };
+        Ok(NcclResult(r))
     }
 }
 

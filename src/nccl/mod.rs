@@ -15,26 +15,40 @@
 //! comm.destroy()?;
 //! # Ok::<(), nccl_trampoline::Error>(())
 //! ```
+//!
+//! What happens when a peer dies, and what the facade promises then (deadlines, abort from any
+//! thread, the watchdog, `Drop`), is docs/adr/0009-fault-model.md.
 
-mod comm;
+mod bounded;
+mod collectives;
+mod communicator;
 mod config;
+mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
+mod group;
 mod library;
+mod memory;
 pub mod rendezvous;
 mod types;
+mod watchdog;
 
-pub use comm::{
-    Communicator, CustomRedOp, DeviceAllocation, DeviceBuffer, DeviceBufferMut, Group, Registration, Stream,
-};
+pub use collectives::{DeviceBuffer, DeviceBufferMut, Stream};
+pub use communicator::{AbortHandle, Cause, CommState, Communicator, Timeouts};
 pub use config::{config_size, Config, ConfigBuffer};
+pub use create::{CommOptions, Pending, ShrinkMode};
+pub use group::{Group, GroupScope};
 pub use library::{Candidate, Discovery, Flavor, Nccl, Source, Version, LIBRARY_ENV};
+pub use memory::{CustomRedOp, DeviceAllocation, Registration};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
+pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};
 
-// The thread-safety choices of docs/adr/0007-facade-safety-model.md, kept true at compile time.
-static_assertions::assert_impl_all!(Nccl: Send, Sync);
-static_assertions::assert_impl_all!(Communicator<'static>: Send);
-static_assertions::assert_not_impl_any!(Communicator<'static>: Sync);
+// The thread-safety choices of docs/adr/0007-facade-safety-model.md and 0009, kept true at
+// compile time.
+static_assertions::assert_impl_all!(Nccl: Send, Sync, Clone);
+static_assertions::assert_impl_all!(Communicator: Send);
+static_assertions::assert_not_impl_any!(Communicator: Sync);
+static_assertions::assert_impl_all!(AbortHandle: Send, Sync, Clone);
 static_assertions::assert_not_impl_any!(Group<'static>: Send, Sync);
 static_assertions::assert_impl_all!(DeviceAllocation<'static>: Send);
 static_assertions::assert_impl_all!(UniqueId: Send, Sync);

@@ -189,6 +189,15 @@ impl UniqueId {
         &self.internal
     }
 
+    /// A short digest to compare ids between processes without showing them: the first 8
+    /// bytes of the id's SHA-256, in hex. Equal ids give equal digests; the digest reveals
+    /// nothing usable about the id.
+    pub fn fingerprint(&self) -> String {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(self.internal);
+        d[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     pub(crate) fn zeroed() -> Self {
         UniqueId { internal: [0; UNIQUE_ID_BYTES] }
     }
@@ -210,6 +219,9 @@ mod tests {
         assert_eq!(UniqueId::from_bytes(&[]), Err(Error::InvalidUniqueId { len: 0 }));
         let id = UniqueId::from_bytes(&[0xAB; 128]).unwrap();
         assert_eq!(id.as_bytes(), &[0xAB; 128]);
+        assert_eq!(id.fingerprint().len(), 16);
+        assert_eq!(id.fingerprint(), UniqueId::from_bytes(&[0xAB; 128]).unwrap().fingerprint());
+        assert_ne!(id.fingerprint(), UniqueId::from_bytes(&[0xAC; 128]).unwrap().fingerprint());
         let shown = format!("{id:?}");
         assert!(!shown.contains("171") && !shown.to_lowercase().contains("ab,"), "{shown}");
     }

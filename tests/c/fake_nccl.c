@@ -1,35 +1,105 @@
 /*
- * A stand-in for libnccl.so.2 with NCCL's exact prototypes, for the facade tests. It records
- * what every call received (function name, then each argument's bytes; the 128 id bytes in
- * full) and answers like NCCL would. FAKE_VERSION (an NCCL_VERSION_CODE) selects which
- * symbols exist, so variants prove the facade's version gating:
- *   23203 -> 2.32.3 (everything), 21803 -> 2.18.3, 2708 -> 2.7.8 (old version formula).
- * fake_fail_next(code, text) makes the next call fail with `code` and last-error `text`.
+ * A stand-in for libnccl.so.2 with NCCL's exact prototypes, for the facade and command tests.
+ * It records what every call received (function name, then each argument's bytes; the 128 id
+ * bytes in full) and answers like NCCL would. FAKE_VERSION (an NCCL_VERSION_CODE) selects which
+ * symbols exist and which behaviour is modelled:
+ *   23203 -> 2.32.3 (everything), 21803 -> 2.18.3, 21701 -> 2.17.1 (non-blocking init writes
+ *   the handle late), 2708 -> 2.7.8 (old version formula).
+ *
+ * Besides answering, it models what NCCL does that a caller can get wrong. Every behaviour cites
+ * the NCCL source it models (tag v2.30.7-1 unless another is named; file:line):
+ *  - Blocking mode: config.blocking (UNDEF means blocking), overridden by NCCL_COMM_BLOCKING=0|1
+ *    in the environment (src/init.cc:60 NCCL_PARAM(CommBlocking), :1998-1999 in parseCommConfig).
+ *    A child split or shrunk without a config copies its parent's mode (copyCommConfig, :3127).
+ *  - Non-blocking creation and collectives: the call returns ncclInProgress; the work runs on
+ *    NCCL's own thread (src/group.cc:826-857), which then stores the new handle through the
+ *    caller's out-pointer (src/init.cc:1959-1962, job->newcomm set at :3139 for split/shrink)
+ *    and sets the result into the async state of the job's communicator (src/group.cc:728-731):
+ *    the new one for init, the PARENT for split and shrink. `late_ms` (default 100) is how long
+ *    that thread takes. Non-blocking init returns ncclInProgress (src/init.cc:2681-2684), but
+ *    split and shrink return ncclSuccess with the child still being made: their NCCLCHECK
+ *    passes ncclInProgress through (src/include/checks.h:148-156, src/init.cc:3400-3411), so
+ *    only the parent's async state tells. Before 2.18 (FAKE_VERSION 21701) non-blocking init also keeps the
+ *    caller's out-pointer: the job reads *newcomm late and writes NULL there on failure
+ *    (v2.17.1-1 src/init.cc:1091-1092, 1272-1273).
+ *  - A communicator not yet ready (async state ncclInProgress) refuses further calls with
+ *    ncclInvalidArgument (ncclCommEnsureReady, src/init.cc:422-438; used by ncclEnqueueCheck,
+ *    src/enqueue.cc:3141, and by destroy, :2901).
+ *  - ncclCommShrink sorts the caller's exclude list IN PLACE (src/init.cc:3088) and, with
+ *    NCCL_SHRINK_ABORT, first aborts the parent's in-flight work (:3184-3188).
+ *  - ncclCommAbort sets the abort flags (its own and an in-progress child's, setCommAbortFlags
+ *    :2915-2926), joins NCCL's group thread (src/group.cc:902-913), lets hung kernels exit, and
+ *    frees the communicator (:3025-3060). Aborting a parent stops its child's creation.
+ *  - ncclCommDestroy and a blocking ncclCommFinalize wait for the communicator's kernels
+ *    (commDestroySync, src/init.cc:2730-2745): behind a hung kernel they never return.
+ *  - ncclCommRevoke (2.28.7) sets the abort flags, waits for the kernels to exit, and leaves the
+ *    communicator allocated for shrink (src/init.cc:2965-3022).
+ *
+ * Fault modes, set with fake_set(name, value) (all 0 by default):
+ *   late_ms              how long NCCL's thread takes for non-blocking work (default 100)
+ *   hang_init            creation (init, init_all, split, shrink) never completes: a peer that
+ *                        never arrives. A blocking call never returns; a non-blocking one stays
+ *                        in progress until the communicator (or its parent) is aborted.
+ *   hang_collective      collectives' kernels never finish (a peer died mid-loop) until the
+ *                        communicator is aborted, revoked or shrunk with NCCL_SHRINK_ABORT
+ *   hang_destroy         ncclCommDestroy never returns (a dead peer behind destroy's barrier)
+ *   hang_finalize        ncclCommFinalize never completes
+ *   block_ms             a blocking creation takes this long before it completes (a slow peer)
+ * fake_set_async(comm, code) sets a communicator's async error (e.g. ncclRemoteError, as the
+ * proxy thread does when a network peer dies). fake_fail_next(code, text) makes the next call
+ * fail with `code` and last-error `text`. fake_set_cuda_hooks(launch, release) connects the
+ * stand-in CUDA driver (tests/c/fake_cuda.c), whose streams then carry the kernels.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #ifndef FAKE_VERSION
 #define FAKE_VERSION 23203
 #endif
 #define AT_LEAST(code) (FAKE_VERSION >= 10000 ? FAKE_VERSION >= (code) : 0)
+#define HAS_CONFIG AT_LEAST(21403)
 
 typedef struct { char internal[128]; } ncclUniqueId;
-typedef struct ncclComm { int nranks, rank, device; int async; } *ncclComm_t;
 typedef struct CUstream_st *cudaStream_t;
-typedef enum { ncclSuccess = 0, ncclInvalidArgument = 4, ncclInProgress = 7 } ncclResult_t;
+typedef enum { ncclSuccess = 0, ncclSystemError = 2, ncclInternalError = 3, ncclInvalidArgument = 4, ncclInvalidUsage = 5,
+               ncclInProgress = 7 } ncclResult_t;
 typedef enum { ncclInt8 = 0, ncclNumTypes = 12 } ncclDataType_t;
 typedef enum { ncclSum = 0, ncclMaxRedOp = 0x7fffffff } ncclRedOp_t;
 typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
-typedef struct { size_t size; unsigned magic, version; } ncclConfig_t; /* header only: bytes recorded by size */
+typedef struct { size_t size; unsigned magic, version; int blocking; } ncclConfig_t; /* bytes recorded by size */
 typedef void *ncclWindow_t;
+
+#define COMM_MAGIC 0x4e43434cu
+#define MAX_HUNG 8
+typedef struct ncclComm {
+    unsigned magic;
+    int nranks, rank, device;
+    int blocking;
+    _Atomic int async;         /* comm->asyncResult */
+    _Atomic int abort_flag;    /* *comm->abortFlag */
+    _Atomic int *child_abort;  /* comm->childAbortFlag while a child is being made */
+    int revoked, finalized;
+    pthread_t job;             /* NCCL's group thread (comm->groupJob) */
+    int has_job;
+    void *hung[MAX_HUNG];      /* streams holding this communicator's hung kernels */
+    int nhung;
+    struct fake_shm *shm;      /* peers in other processes (fake_nccl_shm.c) */
+} *ncclComm_t;
+
+/* ---- recording and controls ---------------------------------------------------------------- */
 
 static unsigned char rec[1 << 16];
 static size_t rec_len;
 static int fail_code;
 static char last_error[256];
+static int late_ms = 100, hang_init, hang_collective, hang_destroy, hang_finalize, block_ms;
+static long (*cuda_launch)(void *stream, int hang);
+static void (*cuda_release)(void *stream);
 
 void fake_log_reset(void) { rec_len = 0; }
 const unsigned char *fake_log_data(void) { return rec; }
@@ -38,11 +108,49 @@ void fake_fail_next(int code, const char *text) {
     fail_code = code;
     strncpy(last_error, text, sizeof last_error - 1);
 }
+int fake_set(const char *key, int value) {
+    if (!strcmp(key, "late_ms")) late_ms = value;
+    else if (!strcmp(key, "hang_init")) hang_init = value;
+    else if (!strcmp(key, "hang_collective")) hang_collective = value;
+    else if (!strcmp(key, "hang_destroy")) hang_destroy = value;
+    else if (!strcmp(key, "hang_finalize")) hang_finalize = value;
+    else if (!strcmp(key, "block_ms")) block_ms = value;
+    else return -1;
+    return 0;
+}
+void fake_reset_modes(void) { late_ms = 100; hang_init = hang_collective = hang_destroy = hang_finalize = block_ms = 0; }
+void fake_set_async(ncclComm_t comm, int code) { comm->async = code; }
 
+/* The AddressSanitizer run's negative control: a store through `out` after `ms`, from another
+ * thread, as NCCL's late handle store does (src/init.cc:1959-1962). */
+struct late_store { void **out; int ms; };
+static void *late_store_main(void *arg) {
+    struct late_store *l = arg;
+    for (int i = 0; i < l->ms; i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    __atomic_store_n(l->out, (void *)l, __ATOMIC_RELEASE);
+    return NULL;
+}
+void fake_store_late(void **out, int ms) {
+    static struct late_store l;
+    l = (struct late_store){out, ms};
+    pthread_t t;
+    pthread_create(&t, NULL, late_store_main, &l);
+    pthread_detach(t);
+}
+void fake_set_cuda_hooks(long (*launch)(void *, int), void (*release)(void *)) {
+    cuda_launch = launch;
+    cuda_release = release;
+}
+
+/* Calls come from several threads (the facade's bounded calls, its watchdog): one lock. */
+static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
 static void put(const void *p, size_t n) {
-    if (rec_len + n > sizeof rec) return; /* long runs (the command's perf) stop recording */
-    memcpy(rec + rec_len, p, n);
-    rec_len += n;
+    pthread_mutex_lock(&rec_lock);
+    if (rec_len + n <= sizeof rec) { /* long runs (the command's perf) stop recording */
+        memcpy(rec + rec_len, p, n);
+        rec_len += n;
+    }
+    pthread_mutex_unlock(&rec_lock);
 }
 static void name(const char *s) { put(s, strlen(s) + 1); }
 #define ARG(x) put(&(x), sizeof(x))
@@ -55,34 +163,208 @@ static ncclResult_t result(void) {
     return (ncclResult_t)c;
 }
 
+static void nap(void) { nanosleep(&(struct timespec){0, 1000000}, NULL); }
+
+/* A call on a freed or never-made communicator is the caller's use-after-free: make it loud. */
+static ncclComm_t live(ncclComm_t comm) {
+    if (!comm || comm->magic != COMM_MAGIC) abort();
+    return comm;
+}
+
+/* ncclCommEnsureReady (src/init.cc:422-438): an operation still in progress refuses new calls. */
+static ncclResult_t ensure_ready(ncclComm_t comm) {
+    if (comm->async == ncclInProgress) {
+        strcpy(last_error, "Attempt to use communicator before the previous operation returned ncclSuccess");
+        return ncclInvalidArgument;
+    }
+    return comm->async;
+}
+
+/* ---- kernels on the stand-in CUDA streams ----------------------------------------------------- */
+
+static void launch(ncclComm_t comm, cudaStream_t stream) {
+    if (!cuda_launch) return;
+    int hang = hang_collective != 0;
+    cuda_launch(stream, hang);
+    if (hang && comm->nhung < MAX_HUNG) comm->hung[comm->nhung++] = stream;
+}
+
+/* The abort flag makes every kernel of the communicator exit. */
+static void kernels_exit(ncclComm_t comm) {
+    for (int i = 0; i < comm->nhung; i++)
+        if (cuda_release) cuda_release(comm->hung[i]);
+    comm->nhung = 0;
+}
+
+/* commDestroySync waits for the communicator's kernels; behind a hung one it never returns. */
+static void wait_kernels(ncclComm_t comm) {
+    while (comm->nhung > 0) nap();
+}
+
+/* ---- NCCL's thread for non-blocking work -------------------------------------------------------- */
+
+enum job_kind { JOB_INIT, JOB_CHILD, JOB_COLLECTIVE, JOB_FINALIZE, JOB_REVOKE };
+struct job {
+    enum job_kind kind;
+    ncclComm_t owner;      /* job->comm: its async state gets the result */
+    ncclComm_t made;       /* the communicator being made (init, child) */
+    ncclComm_t *out;       /* job->newcomm: the caller's out-pointer, written when done */
+    int hang;
+    cudaStream_t stream;   /* a collective's stream */
+};
+
+static int aborted(const struct job *j) {
+    return j->owner->abort_flag || (j->made && j->made->abort_flag);
+}
+
+static void *job_main(void *arg) {
+    struct job *j = arg;
+    /* Before 2.18, the init job reads the handle back through the caller's out-pointer. */
+    if (j->kind == JOB_INIT && j->out) (void)*(volatile ncclComm_t *)j->out;
+    ncclResult_t res = ncclSuccess;
+    for (int waited = 0;; waited++) {
+        if (j->kind != JOB_REVOKE && aborted(j)) { res = ncclInternalError; break; }
+        int done = !j->hang && waited >= late_ms;
+        if (j->kind == JOB_FINALIZE) done = done && j->owner->nhung == 0; /* commDestroySync */
+        if (done) break;
+        nap();
+    }
+    if (j->kind == JOB_COLLECTIVE && res == ncclSuccess) launch(j->owner, j->stream);
+    if (j->kind == JOB_REVOKE) { kernels_exit(j->owner); j->owner->abort_flag = 0; }
+    if (j->made) j->made->async = res; /* comm->initState */
+    if (j->out) {
+        /* Before 2.18 the job (re)writes the handle (commAlloc) and clears it on failure (undo). */
+        if (j->kind == JOB_INIT) __atomic_store_n(j->out, res == ncclSuccess ? j->made : NULL, __ATOMIC_RELEASE);
+        else if (j->kind == JOB_CHILD) __atomic_store_n(j->out, j->made, __ATOMIC_RELEASE);
+    }
+    if (j->kind == JOB_CHILD) j->owner->child_abort = NULL;
+    j->owner->async = res; /* src/group.cc:728-731 */
+    free(j);
+    return NULL;
+}
+
+/* Starts NCCL's group thread for `j`; the job's communicator reports ncclInProgress meanwhile. */
+static ncclResult_t start_job(struct job j) {
+    struct job *heap = malloc(sizeof j);
+    *heap = j;
+    ncclComm_t owner = j.owner;
+    if (owner->has_job) pthread_join(owner->job, NULL); /* the previous group job */
+    owner->async = ncclInProgress;
+    if (j.made) j.made->async = ncclInProgress;
+    pthread_create(&owner->job, NULL, job_main, heap);
+    owner->has_job = 1;
+    return ncclInProgress;
+}
+
+/* ---- creation ------------------------------------------------------------------------------------- */
+
+/* Creation inside the caller's group is deferred to the outermost ncclGroupEnd (ncclAsyncLaunch
+ * queues the job while ncclGroupDepth > 0: src/group.cc:35-72); the out-pointer is written then. */
+static struct job deferred[64];
+static int ndeferred;
+static int group_depth;
+
+static int env_blocking(int from_config) {
+    const char *e = getenv("NCCL_COMM_BLOCKING");
+    if (HAS_CONFIG && e && (!strcmp(e, "0") || !strcmp(e, "1"))) return *e == '1';
+    return from_config;
+}
+
+/* parseCommConfig: blocking from the config (INT_MIN: NCCL's default, blocking), then the env. */
+__attribute__((unused)) static int config_blocking(const ncclConfig_t *config) {
+    int b = (config && config->size >= 20 && config->blocking != (int)0x80000000) ? config->blocking != 0 : 1;
+    return env_blocking(b);
+}
+
+static ncclComm_t new_comm(int nranks, int rank, int device, int blocking) {
+    ncclComm_t c = calloc(1, sizeof *c);
+    c->magic = COMM_MAGIC;
+    c->nranks = nranks;
+    c->rank = rank;
+    c->device = device;
+    c->blocking = blocking;
+    return c;
+}
+
+static void leave_peers(ncclComm_t comm);
+
+static void free_comm(ncclComm_t comm) {
+    if (comm->has_job) pthread_join(comm->job, NULL);
+    leave_peers(comm);
+    comm->magic = 0;
+    free(comm);
+}
+
+/* A blocking creation that never completes: a peer that never arrives, nothing to abort it. */
+static void blocked_forever(void) {
+    for (;;) nap();
+}
+
+/* A blocking creation: a slow peer (block_ms), or one that never arrives (hang_init). */
+static void blocking_creation(void) {
+    if (hang_init) blocked_forever();
+    for (int i = 0; i < block_ms; i++) nap();
+}
+
+/* ncclCommInitRankDev: the handle is stored before the work starts (src/init.cc:2515). */
+static ncclResult_t init(ncclComm_t *comm, int nranks, int rank, int blocking, int grouped) {
+    ncclResult_t r = result();
+    if (r != ncclSuccess) return r;
+    ncclComm_t c = new_comm(nranks, rank, rank, blocking);
+    *comm = c;
+    if (group_depth > 0 && ndeferred < 64) {
+        deferred[ndeferred++] = (struct job){JOB_INIT, c, c, comm, hang_init, NULL};
+        return ncclSuccess;
+    }
+    /* Plain ncclCommInitRank runs its job at once, outside any group (src/group.cc:39-43). */
+    if (blocking || !grouped) {
+        blocking_creation();
+        return ncclSuccess;
+    }
+    struct job j = {JOB_INIT, c, c, FAKE_VERSION < 21800 ? comm : NULL, hang_init, NULL};
+    return start_job(j);
+}
+
 ncclResult_t ncclGetVersion(int *version) { name("ncclGetVersion"); *version = FAKE_VERSION; return ncclSuccess; }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     name("ncclGetUniqueId");
     ncclResult_t r = result();
+    /* NCCL_COMM_ID=host:port: every process gets the same id, the constant magic and that
+     * address (NCCL v2.30.7-1 src/bootstrap.cc:433-446, NCCL_MAGIC from src/include/comm.h:504);
+     * here the address as text. */
+    const char *env = getenv("NCCL_COMM_ID");
+    if (r == ncclSuccess && env) {
+        unsigned long long magic = 0x0280028002800280ull;
+        memset(id->internal, 0, 128);
+        memcpy(id->internal, &magic, sizeof magic);
+        strncpy(id->internal + 8, env, 119);
+        return r;
+    }
     static unsigned serial; /* every id differs, as NCCL's do */
     if (r == ncclSuccess) {
         for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 7 + 3);
         serial++;
         memcpy(id->internal + 124, &serial, sizeof serial);
+        /* ... and ids of different processes differ too (they name shared memory). */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        int pid = getpid();
+        memcpy(id->internal + 112, &pid, sizeof pid);
+        memcpy(id->internal + 116, &t.tv_nsec, sizeof(int));
+        memcpy(id->internal + 120, &t.tv_sec, sizeof(int));
     }
     return r;
 }
 
-static ncclResult_t init(ncclComm_t *comm, int nranks, int rank) {
-    ncclResult_t r = result();
-    if (r != ncclSuccess) return r;
-    *comm = calloc(1, sizeof **comm);
-    (*comm)->nranks = nranks;
-    (*comm)->rank = rank;
-    (*comm)->device = rank;
-    return r;
-}
+static ncclResult_t join_peers(ncclComm_t *comm, const char id[128]);
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
     name("ncclCommInitRank"); ARG(nranks); put(commId.internal, 128); ARG(rank);
+    ncclResult_t r = init(comm, nranks, rank, env_blocking(1), 0);
+    if (r == ncclSuccess) r = join_peers(comm, commId.internal);
     memset(&commId, 0xA5, sizeof commId); /* the callee owns its copy */
-    return init(comm, nranks, rank);
+    return r;
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
@@ -94,23 +376,37 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
             return ncclInvalidArgument;
         }
     }
-    for (int i = 0; r == ncclSuccess && i < ndev; i++) init(&comms[i], ndev, i);
-    return r;
+    /* One group over every rank (src/init.cc:2624-2631), with NCCL's default config. */
+    int blocking = env_blocking(1);
+    ncclResult_t out = ncclSuccess;
+    for (int i = 0; r == ncclSuccess && i < ndev; i++) {
+        ncclResult_t ri = init(&comms[i], ndev, i, blocking, 1);
+        if (ri != ncclSuccess) out = ri;
+    }
+    return r != ncclSuccess ? r : out;
 }
 
-ncclResult_t ncclCommDestroy(ncclComm_t comm) { name("ncclCommDestroy"); ARG(comm->rank); free(comm); return result(); }
-ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) { name("ncclCommCount"); *count = comm->nranks; return result(); }
-ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) { name("ncclCommCuDevice"); *device = comm->device; return result(); }
-ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) { name("ncclCommUserRank"); *rank = comm->rank; return result(); }
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+    name("ncclCommDestroy"); ARG(live(comm)->rank);
+    ncclResult_t r = ensure_ready(comm);
+    if (r == ncclInvalidArgument) return r;
+    if (hang_destroy) blocked_forever();
+    if (!comm->finalized) wait_kernels(comm);
+    free_comm(comm);
+    return result();
+}
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) { name("ncclCommCount"); *count = live(comm)->nranks; return result(); }
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) { name("ncclCommCuDevice"); *device = live(comm)->device; return result(); }
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) { name("ncclCommUserRank"); *rank = live(comm)->rank; return result(); }
 
 const char *ncclGetErrorString(ncclResult_t code) {
     switch ((int)code) {
     case 0: return "no error";
     case 4: return "invalid argument (stand-in)";
+    case 6: return "remote process exited or there was a network error (stand-in)";
     default: return "unknown result code";
     }
 }
-
 
 /*
  * Executing collectives (only with FAKE_NCCL_EXECUTE=1, for the command's perf tests; the
@@ -118,12 +414,17 @@ const char *ncclGetErrorString(ncclResult_t code) {
  * Calls are queued and run when the outermost group ends (or at once outside a group); one
  * collective is nranks consecutive calls of one kind, in rank order. Types: the integer ones,
  * float32 and float64 (others fail with ncclInvalidArgument). FAKE_NCCL_CORRUPT=1 spoils the
- * first element of every result.
+ * first element of every result. A communicator of ncclCommInitRank with ranks in other
+ * processes meets them in shared memory (fake_nccl_shm.c).
  */
 enum kind { K_ALLREDUCE, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLGATHER };
-struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; };
+struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; struct fake_shm *shm; };
 static struct op queue[256];
-static int queued, group_depth;
+static int queued;
+/* Communicators with work in the open group (ncclGroupCommHead), for non-blocking group ends. */
+static ncclComm_t group_comms[64];
+static int group_ncomms;
+static cudaStream_t group_streams[64];
 
 static int env_on(const char *name) { const char *e = getenv(name); return e && *e == '1'; }
 static size_t type_size(int t) {
@@ -196,74 +497,166 @@ static void run_collective(const struct op *q) {
     free(in);
 }
 
-static void run_queue(void) {
-    /* A collective whose ranks live in other processes (--procs) cannot run here: dropped. */
-    for (int i = 0; i < queued && queue[i].nranks > 0 && i + queue[i].nranks <= queued; i += queue[i].nranks)
-        run_collective(&queue[i]);
+#include "fake_nccl_shm.c"
+
+/* Runs the queued collectives: those of a communicator with ranks elsewhere one by one in
+ * shared memory, the others as nranks consecutive calls of this process. */
+static ncclResult_t run_queue(void) {
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < queued;) {
+        if (queue[i].shm) {
+            size_t len = queue[i].kind == K_REDUCESCATTER ? queue[i].n * (size_t)queue[i].nranks : queue[i].n;
+            if (r == ncclSuccess && fake_shm_collective(queue[i].shm, &queue[i], len * type_size(queue[i].type), last_error, sizeof last_error))
+                r = ncclSystemError;
+            i++;
+        } else if (queue[i].nranks > 0 && i + queue[i].nranks <= queued) {
+            run_collective(&queue[i]);
+            i += queue[i].nranks;
+        } else {
+            break; /* an incomplete set of this process's ranks: dropped */
+        }
+    }
     queued = 0;
+    return r;
 }
 
-static ncclResult_t enqueue(enum kind k, const void *s, void *d, size_t n, int t, int op, int root, ncclComm_t c) {
+/* A communicator of ncclCommInitRank with ranks elsewhere meets them in shared memory. */
+static ncclResult_t join_peers(ncclComm_t *comm, const char id[128]) {
+    ncclComm_t c = *comm;
+    if (c->nranks < 2 || !env_on("FAKE_NCCL_EXECUTE")) return ncclSuccess;
+    c->shm = fake_shm_join(id, c->nranks, c->rank, last_error, sizeof last_error);
+    if (c->shm) return ncclSuccess;
+    free_comm(c);
+    return ncclSystemError;
+}
+
+static void leave_peers(ncclComm_t comm) {
+    fake_shm_leave(comm->shm);
+    comm->shm = NULL;
+}
+
+static ncclResult_t execute(enum kind k, const void *s, void *d, size_t n, int t, int op, int root, ncclComm_t c) {
     if (!env_on("FAKE_NCCL_EXECUTE")) return ncclSuccess;
     if (type_size(t) == 0 || queued == (int)(sizeof queue / sizeof queue[0])) {
         strcpy(last_error, "type or queue length not executed by the stand-in");
         return ncclInvalidArgument;
     }
-    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks};
-    if (group_depth == 0) run_queue();
-    return ncclSuccess;
+    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks, c->shm};
+    return group_depth == 0 ? run_queue() : ncclSuccess;
+}
+
+/*
+ * ncclEnqueueCheck (src/enqueue.cc:3124-3172): the communicator must be ready; inside a group the
+ * work waits for the group's end; outside one it is launched now (blocking) or by NCCL's thread
+ * (non-blocking: ncclInProgress).
+ */
+static ncclResult_t enqueue_work(ncclComm_t comm, cudaStream_t stream) {
+    ncclResult_t r = ensure_ready(live(comm));
+    if (r != ncclSuccess) return r;
+    if (group_depth > 0) {
+        if (group_ncomms < 64) { group_comms[group_ncomms] = comm; group_streams[group_ncomms++] = stream; }
+        return ncclSuccess;
+    }
+    if (comm->blocking) { launch(comm, stream); return ncclSuccess; }
+    struct job j = {JOB_COLLECTIVE, comm, NULL, NULL, 0, stream};
+    return start_job(j);
 }
 
 /* `op_arg`/`root_arg`: how the fifth argument feeds the stand-in's execution. */
 #define COLL7(fn, t5, kind, op_arg, root_arg) \
     ncclResult_t fn(const void *s, void *d, size_t n, ncclDataType_t t, t5 x, ncclComm_t c, cudaStream_t st) { \
-        name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(c->rank); ARG(st); \
+        name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(live(c)->rank); ARG(st); \
         ncclResult_t r = result(); \
-        return r != ncclSuccess ? r : enqueue(kind, s, d, n, (int)t, op_arg, root_arg, c); }
+        if (r == ncclSuccess) r = execute(kind, s, d, n, (int)t, op_arg, root_arg, c); \
+        return r != ncclSuccess ? r : enqueue_work(c, st); }
 COLL7(ncclAllReduce, ncclRedOp_t, K_ALLREDUCE, (int)x, 0)
 COLL7(ncclReduceScatter, ncclRedOp_t, K_REDUCESCATTER, (int)x, 0)
 COLL7(ncclBroadcast, int, K_BROADCAST, 0, x)
 
 ncclResult_t ncclReduce(const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st) {
-    name("ncclReduce"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(op); ARG(root); ARG(c->rank); ARG(st);
+    name("ncclReduce"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(op); ARG(root); ARG(live(c)->rank); ARG(st);
     ncclResult_t r = result();
-    return r != ncclSuccess ? r : enqueue(K_REDUCE, s, d, n, (int)t, (int)op, root, c);
+    if (r == ncclSuccess) r = execute(K_REDUCE, s, d, n, (int)t, (int)op, root, c);
+    return r != ncclSuccess ? r : enqueue_work(c, st);
 }
 
 ncclResult_t ncclAllGather(const void *s, void *d, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
-    name("ncclAllGather"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(c->rank); ARG(st);
+    name("ncclAllGather"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(live(c)->rank); ARG(st);
     ncclResult_t r = result();
-    return r != ncclSuccess ? r : enqueue(K_ALLGATHER, s, d, n, (int)t, 0, 0, c);
+    if (r == ncclSuccess) r = execute(K_ALLGATHER, s, d, n, (int)t, 0, 0, c);
+    return r != ncclSuccess ? r : enqueue_work(c, st);
 }
 
 ncclResult_t ncclGroupStart(void) { name("ncclGroupStart"); group_depth++; return result(); }
+
+/* ncclGroupEndInternal (src/group.cc:800-870): blocking groups launch now; a group of
+ * non-blocking communicators is launched by NCCL's thread and reports ncclInProgress. */
 ncclResult_t ncclGroupEnd(void) {
     name("ncclGroupEnd");
-    if (group_depth > 0 && --group_depth == 0) run_queue();
+    if (group_depth > 0 && --group_depth == 0) {
+        ncclResult_t out = run_queue();
+        for (int i = 0; i < ndeferred; i++) {
+            struct job *j = &deferred[i];
+            if (j->owner->blocking) { /* run here, now */
+                if (j->hang) blocked_forever();
+                __atomic_store_n(j->out, j->made, __ATOMIC_RELEASE);
+                if (j->kind == JOB_CHILD) j->owner->child_abort = NULL;
+            } else {
+                if (j->kind == JOB_INIT && FAKE_VERSION >= 21800) j->out = NULL;
+                out = start_job(*j);
+            }
+        }
+        ndeferred = 0;
+        for (int i = 0; i < group_ncomms; i++) {
+            ncclComm_t c = group_comms[i];
+            if (c->blocking) launch(c, group_streams[i]);
+            else out = start_job((struct job){JOB_COLLECTIVE, c, NULL, NULL, 0, group_streams[i]});
+        }
+        group_ncomms = 0;
+        ncclResult_t r = result();
+        return r != ncclSuccess ? r : out;
+    }
     return result();
 }
 
 #if FAKE_VERSION >= 2402
-ncclResult_t ncclCommAbort(ncclComm_t comm) { name("ncclCommAbort"); ARG(comm->rank); free(comm); return result(); }
-ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *e) { name("ncclCommGetAsyncError"); *e = (ncclResult_t)comm->async; return result(); }
+/* ncclCommAbort (src/init.cc:3025-3060). */
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+    name("ncclCommAbort"); ARG(live(comm)->rank);
+    comm->abort_flag = 1;
+    if (comm->child_abort) *comm->child_abort = 1;
+    if (comm->has_job) { pthread_join(comm->job, NULL); comm->has_job = 0; } /* ncclGroupJobAbort */
+    kernels_exit(comm);
+    free_comm(comm);
+    return result();
+}
+/* Not recorded: the facade polls it (creation, waits, the watchdog) as often as it likes. */
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *e) {
+    *e = (ncclResult_t)live(comm)->async;
+    return ncclSuccess;
+}
 #endif
 
 #if FAKE_VERSION >= 2703
 ncclResult_t ncclSend(const void *s, size_t n, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t st) {
-    name("ncclSend"); ARG(s); ARG(n); ARG(t); ARG(peer); ARG(c->rank); ARG(st); return result();
+    name("ncclSend"); ARG(s); ARG(n); ARG(t); ARG(peer); ARG(live(c)->rank); ARG(st);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue_work(c, st);
 }
 ncclResult_t ncclRecv(void *d, size_t n, ncclDataType_t t, int peer, ncclComm_t c, cudaStream_t st) {
-    name("ncclRecv"); ARG(d); ARG(n); ARG(t); ARG(peer); ARG(c->rank); ARG(st); return result();
+    name("ncclRecv"); ARG(d); ARG(n); ARG(t); ARG(peer); ARG(live(c)->rank); ARG(st);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue_work(c, st);
 }
 #endif
 
 #if AT_LEAST(21104)
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t t, ncclScalarResidence_t res, ncclComm_t c) {
-    name("ncclRedOpCreatePreMulSum"); put(scalar, 8); ARG(t); ARG(res); ARG(c->rank);
+    name("ncclRedOpCreatePreMulSum"); put(scalar, 8); ARG(t); ARG(res); ARG(live(c)->rank);
     *op = (ncclRedOp_t)5;
     return result();
 }
-ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t c) { name("ncclRedOpDestroy"); ARG(op); ARG(c->rank); return result(); }
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t c) { name("ncclRedOpDestroy"); ARG(op); ARG(live(c)->rank); return result(); }
 #endif
 
 #if AT_LEAST(21304)
@@ -271,27 +664,61 @@ const char *ncclGetLastError(ncclComm_t comm) { (void)comm; return last_error; }
 #endif
 
 #if AT_LEAST(21403)
+/* ncclCommInitRankConfig (src/init.cc:2657-2691): inside an internal group, so a non-blocking
+ * communicator's work runs on NCCL's thread. */
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config) {
     name("ncclCommInitRankConfig"); ARG(nranks); put(commId.internal, 128); ARG(rank);
     size_t size = config->size;
     ARG(size);
     put(config, size);
     memset(&commId, 0xA5, sizeof commId);
-    ncclResult_t r = init(comm, nranks, rank);
-    /* blocking == 0: a non-blocking communicator, still initialising */
-    if (r == ncclSuccess && size >= 20 && ((int *)config)[4] == 0) { (*comm)->async = ncclInProgress; return ncclInProgress; }
-    return r;
+    return init(comm, nranks, rank, config_blocking(config), 1);
 }
-ncclResult_t ncclCommFinalize(ncclComm_t comm) { name("ncclCommFinalize"); ARG(comm->rank); return result(); }
+
+/* ncclCommFinalize (src/init.cc:2783-2822): flushes the communicator's work. */
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+    name("ncclCommFinalize"); ARG(live(comm)->rank);
+    ncclResult_t r = ensure_ready(comm);
+    if (r != ncclSuccess) return r;
+    if (comm->finalized) return ncclInvalidArgument;
+    comm->finalized = 1;
+    if (comm->blocking) {
+        if (hang_finalize) blocked_forever();
+        wait_kernels(comm);
+        return result();
+    }
+    return start_job((struct job){JOB_FINALIZE, comm, NULL, NULL, hang_finalize, NULL});
+}
 #endif
 
 #if AT_LEAST(21801)
+/* ncclCommInitChildComm (src/init.cc:3073-3172), for split and shrink. */
+static ncclResult_t child(ncclComm_t parent, ncclComm_t *newcomm, int nranks, int rank, const ncclConfig_t *config) {
+    int blocking = config ? config_blocking(config) : parent->blocking;
+    *newcomm = NULL; /* "*newcomm should be NCCL_COMM_NULL until comm split fully complete" (:3099) */
+    ncclComm_t c = new_comm(nranks, rank, parent->device, blocking);
+    if (group_depth > 0 && ndeferred < 64) {
+        parent->child_abort = &c->abort_flag;
+        deferred[ndeferred++] = (struct job){JOB_CHILD, parent, c, newcomm, hang_init, NULL};
+        return ncclSuccess;
+    }
+    if (parent->blocking) {
+        blocking_creation();
+        *newcomm = c;
+        return ncclSuccess;
+    }
+    parent->child_abort = &c->abort_flag;
+    (void)start_job((struct job){JOB_CHILD, parent, c, newcomm, hang_init, NULL});
+    return ncclSuccess; /* not ncclInProgress: see the header */
+}
+
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
-    name("ncclCommSplit"); ARG(comm->rank); ARG(color); ARG(key); ARG(config);
+    name("ncclCommSplit"); ARG(live(comm)->rank); ARG(color); ARG(key); ARG(config);
     ncclResult_t r = result();
     if (r != ncclSuccess) return r;
+    if ((r = ensure_ready(comm)) != ncclSuccess) return r;
     if (color == -1) { *newcomm = NULL; return r; }
-    return init(newcomm, 1, 0);
+    return child(comm, newcomm, 1, 0, config);
 }
 #endif
 
@@ -299,30 +726,69 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 ncclResult_t ncclMemAlloc(void **ptr, size_t size) { name("ncclMemAlloc"); ARG(size); *ptr = malloc(size); return result(); }
 ncclResult_t ncclMemFree(void *ptr) { name("ncclMemFree"); free(ptr); return result(); }
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
-    name("ncclCommRegister"); ARG(comm->rank); ARG(buff); ARG(size); *handle = (void *)0x4855; return result();
+    name("ncclCommRegister"); ARG(live(comm)->rank); ARG(buff); ARG(size); *handle = (void *)0x4855; return result();
 }
-ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) { name("ncclCommDeregister"); ARG(comm->rank); ARG(handle); return result(); }
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) { name("ncclCommDeregister"); ARG(live(comm)->rank); ARG(handle); return result(); }
 #endif
 
 #if AT_LEAST(22703)
+static int compare_ints(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* ncclCommShrink (src/init.cc:3176-3208). */
 ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int n, ncclComm_t *newcomm, ncclConfig_t *config, int flags) {
-    name("ncclCommShrink"); ARG(comm->rank); ARG(n); put(exclude, sizeof(int) * (size_t)n); ARG(config); ARG(flags);
-    return init(newcomm, comm->nranks - n, 0);
+    name("ncclCommShrink"); ARG(live(comm)->rank); ARG(n); put(exclude, sizeof(int) * (size_t)n); ARG(config); ARG(flags);
+    if (flags & 1) { /* NCCL_SHRINK_ABORT: abort in-flight work, wait for the kernels, clear the flags */
+        comm->abort_flag = 1;
+        kernels_exit(comm);
+        comm->abort_flag = 0;
+    }
+    if (!exclude || n <= 0) return ncclInvalidArgument;
+    qsort(exclude, (size_t)n, sizeof(int), compare_ints); /* in place (:3088) */
+    int below = 0;
+    for (int i = 0; i < n; i++) {
+        if (exclude[i] == comm->rank) return ncclInvalidArgument; /* excluded ranks must not call */
+        below += exclude[i] < comm->rank;
+    }
+    ncclResult_t r = result();
+    if (r != ncclSuccess) return r;
+    if ((r = ensure_ready(comm)) != ncclSuccess) return r;
+    return child(comm, newcomm, comm->nranks - n, comm->rank - below, config);
 }
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int flags) {
-    name("ncclCommWindowRegister"); ARG(comm->rank); ARG(buff); ARG(size); ARG(flags); *win = (void *)0x5749; return result();
+    name("ncclCommWindowRegister"); ARG(live(comm)->rank); ARG(buff); ARG(size); ARG(flags); *win = (void *)0x5749; return result();
 }
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) { name("ncclCommWindowDeregister"); ARG(comm->rank); ARG(win); return result(); }
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) { name("ncclCommWindowDeregister"); ARG(live(comm)->rank); ARG(win); return result(); }
 #endif
 
 #if AT_LEAST(22803)
 ncclResult_t ncclAlltoAll(const void *s, void *d, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
-    name("ncclAlltoAll"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(c->rank); ARG(st); return result();
+    name("ncclAlltoAll"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(live(c)->rank); ARG(st);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue_work(c, st);
 }
 /* Recorded only (the stand-in does not execute them). */
 #define RECORD7(fn, t5) \
     ncclResult_t fn(const void *s, void *d, size_t n, ncclDataType_t t, t5 x, ncclComm_t c, cudaStream_t st) { \
-        name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(c->rank); ARG(st); return result(); }
+        name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(live(c)->rank); ARG(st); \
+        ncclResult_t r = result(); \
+        return r != ncclSuccess ? r : enqueue_work(c, st); }
 RECORD7(ncclGather, int)
 RECORD7(ncclScatter, int)
+#endif
+
+#if AT_LEAST(22807)
+/* ncclCommRevoke (src/init.cc:2965-3022): stop in-flight work, keep the communicator for shrink. */
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
+    name("ncclCommRevoke"); ARG(live(comm)->rank); ARG(flags);
+    if (flags != 0 || comm->finalized || comm->revoked) return ncclInvalidArgument;
+    comm->abort_flag = 1;
+    comm->revoked = 1;
+    comm->finalized = 1;
+    if (comm->blocking) {
+        kernels_exit(comm);
+        comm->abort_flag = 0;
+        return result();
+    }
+    return start_job((struct job){JOB_REVOKE, comm, NULL, NULL, 0, NULL});
+}
 #endif

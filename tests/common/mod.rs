@@ -3,11 +3,11 @@
 //! with the target's gcc, loads them with libloading, and compares byte for byte.
 #![allow(dead_code)]
 
-pub mod cuda;
 #[path = "../../src/bin/nccl-trampoline/oracle.rs"]
 mod oracle;
 
 pub use oracle::*;
+pub mod standin;
 
 use std::ffi::c_void;
 
@@ -62,6 +62,7 @@ pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&
         let child = Command::new(&cc)
             .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Werror=implicit-function-declaration"])
             .args(flags)
+            .args(extra_cflags())
             .arg("-o")
             .arg(&obj)
             .arg(src)
@@ -79,6 +80,14 @@ pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&
     let out = Command::new(&cc).arg("-shared").arg("-o").arg(&lib).args(&objects).output().expect("run the linker");
     assert!(out.status.success(), "linking {} failed:\n{}", lib.display(), String::from_utf8_lossy(&out.stderr));
     lib
+}
+
+/// Extra flags for every C file the tests build, from `NCCL_TRAMPOLINE_TEST_CFLAGS` (the
+/// AddressSanitizer run instruments the stand-ins with `-fsanitize=address`).
+fn extra_cflags() -> Vec<String> {
+    std::env::var("NCCL_TRAMPOLINE_TEST_CFLAGS")
+        .map(|f| f.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
 }
 
 /// A file of the repository: under `NCCL_TRAMPOLINE_REPO` when it is set (a test binary run on

@@ -56,7 +56,10 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("nccl-trampoline: {e}");
+            // One write: a launcher forwards each rank's output in the chunks written, and
+            // eprintln! writes a line in pieces.
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(format!("nccl-trampoline: {e}\n").as_bytes());
             ExitCode::from(1)
         }
     }

@@ -134,7 +134,7 @@ impl Collective {
         self,
         nccl: &Nccl,
         native: bool,
-        comm: &Communicator<'_>,
+        comm: &Communicator,
         send: *mut c_void,
         recv: *mut c_void,
         layout: &Layout,

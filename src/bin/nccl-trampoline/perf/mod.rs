@@ -3,24 +3,21 @@
 //! The options, the sizes swept, the buffer layouts, the timing loop (warm-up, then `-n`
 //! iterations timed on the host clock from the first enqueue to the end of every stream), the
 //! bandwidth formulas and the table are nccl-tests'. One process drives `-g` GPUs
-//! (`ncclCommInitAll`, one group per iteration), or `--procs N` starts one process per GPU
-//! (`ncclCommInitRank`, the unique id over a loopback TCP rendezvous). The cputime (`-C 1`)
-//! is the host time of the enqueue loop alone: what the binding adds shows there.
+//! (`ncclCommInitAll`, one group per iteration); or every process is one rank of a job that a
+//! launcher started (mpirun, srun, torchrun: `launched.rs`), which `--procs N` also does on
+//! one host. The cputime (`-C 1`) is the host time of the enqueue loop alone: what the binding
+//! adds shows there.
 
 pub mod collective;
 pub mod data;
+pub mod launched;
 pub mod report;
 
 use std::ffi::c_void;
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use nccl_trampoline::nccl::rendezvous::{fetch_tcp, TcpRoot};
-use nccl_trampoline::nccl::{Communicator, Nccl};
+use nccl_trampoline::nccl::{Communicator, DataType, Nccl, WatchdogConfig};
 
 use crate::cuda::{DeviceMemory, DeviceStream, Driver};
 use collective::{Collective, Layout};
@@ -91,15 +88,28 @@ pub struct Args {
     /// Print JSON on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// One process per GPU: start N processes, each driving one GPU.
+    /// One process per GPU on this host: start N processes, each one rank driving one GPU
+    /// (as a launcher would).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub procs: u32,
     /// The NCCL library (default: the discovery order).
     #[arg(long, value_name = "PATH")]
     pub library: Option<PathBuf>,
-    /// Internal: `rank,nranks,address` of a process started by --procs.
+    /// Internal: this process is a rank that --procs started.
     #[arg(long, hide = true)]
-    pub child: Option<String>,
+    pub procs_rank: bool,
+    /// Run every communicator's watchdog with this timeout in seconds (to measure its cost per
+    /// operation with -C 1).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub watchdog: Option<std::time::Duration>,
+}
+
+/// Parses a positive number of seconds.
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
 }
 
 /// Parses `8`, `64K`, `1M`, `1G` (powers of 1024, as nccl-tests).
@@ -191,17 +201,17 @@ impl Plan {
 }
 
 /// The ranks this process drives and the memory they use.
-struct World<'d, 'n> {
+pub struct Ranks<'d, 'n> {
     nccl: &'n Nccl,
     driver: &'d Driver,
-    ranks: Vec<Rank<'d, 'n>>,
+    ranks: Vec<Rank<'d>>,
     nranks: usize,
     /// [`Collective::native_in`] for the sweep's collective.
     native: bool,
 }
 
-struct Rank<'d, 'n> {
-    comm: Communicator<'n>,
+struct Rank<'d> {
+    comm: Communicator,
     device: i32,
     global: usize,
     send: DeviceMemory<'d>,
@@ -209,25 +219,29 @@ struct Rank<'d, 'n> {
     stream: DeviceStream<'d>,
 }
 
-impl<'d, 'n> World<'d, 'n> {
+impl<'d, 'n> Ranks<'d, 'n> {
     /// The ranks of `comms` (communicator, device, global rank), each with buffers for the
     /// largest step of `plan` and a stream.
-    fn new(
+    pub fn new(
         nccl: &'n Nccl,
         driver: &'d Driver,
-        comms: Vec<(Communicator<'n>, i32, usize)>,
+        comms: Vec<(Communicator, i32, usize)>,
         plan: &Plan,
+        watchdog: Option<std::time::Duration>,
     ) -> Result<Self, String> {
         let bytes = buffer_bytes(plan);
         let mut ranks = Vec::new();
         for (comm, device, global) in comms {
             driver.activate(device).map_err(|e| e.to_string())?;
+            if let Some(timeout) = watchdog {
+                comm.start_watchdog(WatchdogConfig::new(timeout)).map_err(|e| e.to_string())?;
+            }
             let send = driver.alloc(bytes).map_err(|e| e.to_string())?;
             let recv = driver.alloc(bytes).map_err(|e| e.to_string())?;
             let stream = driver.stream().map_err(|e| e.to_string())?;
             ranks.push(Rank { comm, device, global, send, recv, stream });
         }
-        Ok(World { nccl, driver, ranks, nranks: plan.nranks, native: plan.collective.native_in(nccl) })
+        Ok(Ranks { nccl, driver, ranks, nranks: plan.nranks, native: plan.collective.native_in(nccl) })
     }
 
     /// One operation on every local rank (in one group when there are several).
@@ -277,8 +291,28 @@ impl<'d, 'n> World<'d, 'n> {
         Ok(())
     }
 
+    /// Every rank's `mine` (all of the same length), in rank order, through NCCL itself (an
+    /// all-gather of bytes): how ranks in separate processes share what they measured, under
+    /// any launcher. One local rank only.
+    pub fn gather(&self, mine: &[u8]) -> Result<Vec<u8>, String> {
+        let [r] = &self.ranks[..] else { return Err("gather drives one local rank".into()) };
+        self.driver.activate(r.device).map_err(|e| e.to_string())?;
+        let send = self.driver.alloc(mine.len()).map_err(|e| e.to_string())?;
+        let recv = self.driver.alloc(mine.len() * self.nranks).map_err(|e| e.to_string())?;
+        send.upload(mine).map_err(|e| e.to_string())?;
+        // SAFETY: both buffers were just allocated on the rank's device with the sizes an
+        // all-gather of `mine.len()` bytes per rank needs; the stream is synchronised before
+        // they are read or freed.
+        unsafe { r.comm.all_gather_raw(send.ptr(), recv.ptr(), mine.len(), DataType::INT8, r.stream.raw()) }
+            .map_err(|e| e.to_string())?;
+        r.stream.synchronize().map_err(|e| e.to_string())?;
+        let mut all = vec![0u8; mine.len() * self.nranks];
+        recv.download(&mut all).map_err(|e| e.to_string())?;
+        Ok(all)
+    }
+
     /// Warm-up, the timed loop, and the check run of one placement.
-    fn measure(
+    pub fn measure(
         &self,
         args: &Args,
         plan: &Plan,
@@ -376,7 +410,7 @@ impl<'d, 'n> World<'d, 'n> {
     }
 }
 
-fn buffers(r: &Rank<'_, '_>, l: &Layout, elem: Elem, in_place: bool) -> (*mut c_void, *mut c_void) {
+fn buffers(r: &Rank<'_>, l: &Layout, elem: Elem, in_place: bool) -> (*mut c_void, *mut c_void) {
     let base = r.recv.ptr().cast::<u8>();
     if in_place {
         let s = base.wrapping_add(l.send_offset * r.global * elem.size());
@@ -420,30 +454,51 @@ fn buffer_bytes(plan: &Plan) -> usize {
 }
 
 pub fn run(args: &Args) -> Result<bool, String> {
-    if let Some(spec) = &args.child {
-        return child(args, spec).map(|()| true);
+    // A rank of a job: started by a launcher, or by --procs.
+    let world = nccl_trampoline::launch::World::from_env().map_err(|e| e.to_string())?;
+    if world.size() > 1 || args.procs_rank {
+        return launched::rank(args, &world);
     }
     if args.procs > 1 {
-        return parent(args);
+        return launched::start_procs(args);
     }
     let nranks = args.ngpus as usize;
     let (plan, nccl, driver) = prepare(args, nranks, "-g")?;
     let devices: Vec<i32> = (0..nranks as i32).collect();
     let comms = Communicator::init_all(&nccl, &devices).map_err(|e| e.to_string())?;
     let comms = comms.into_iter().zip(devices.iter()).enumerate().map(|(g, (c, d))| (c, *d, g)).collect();
-    let world = World::new(&nccl, &driver, comms, &plan)?;
-    let mut out = Output::new(args, &plan, &nccl, &driver, &vec![std::process::id(); nranks]);
+    let ranks = Ranks::new(&nccl, &driver, comms, &plan, args.watchdog)?;
+    let host = launched::hostname();
+    let lines: Vec<DeviceLine> = (0..nranks)
+        .map(|rank| {
+            let d = driver.device_info(rank as i32).ok();
+            let (name, bus) = d.map_or(("?".to_string(), "?".to_string()), |d| (d.name, d.pci_bus_id));
+            DeviceLine { rank, pid: std::process::id(), host: host.clone(), device: rank as i32, name, bus }
+        })
+        .collect();
+    let mut out = Output::new(args, &plan, &nccl, &lines);
     for (elem, op, size) in plan.steps() {
-        let o = world.measure(args, &plan, elem, op, size, false)?;
-        let i = world.measure(args, &plan, elem, op, size, true)?;
+        let o = ranks.measure(args, &plan, elem, op, size, false)?;
+        let i = ranks.measure(args, &plan, elem, op, size, true)?;
         out.row(plan.row(elem, op, size, o, i));
     }
-    drop(world);
+    drop(ranks);
     out.finish()
 }
 
+/// Where one rank runs, for the "Using devices" lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceLine {
+    pub rank: usize,
+    pub pid: u32,
+    pub host: String,
+    pub device: i32,
+    pub name: String,
+    pub bus: String,
+}
+
 /// Prints rows as they come (or collects them for JSON) and writes the JSON file.
-struct Output<'a> {
+pub struct Output<'a> {
     args: &'a Args,
     rows: Vec<Row>,
     progress: Progress,
@@ -451,9 +506,9 @@ struct Output<'a> {
 }
 
 impl<'a> Output<'a> {
-    /// `pids`: the process of each rank.
-    fn new(args: &'a Args, plan: &Plan, nccl: &Nccl, driver: &Driver, pids: &[u32]) -> Self {
-        let procs = pids.iter().collect::<std::collections::BTreeSet<_>>().len();
+    /// `devices`: where each rank runs.
+    pub fn new(args: &'a Args, plan: &Plan, nccl: &Nccl, devices: &[DeviceLine]) -> Self {
+        let procs = devices.iter().map(|d| (&d.host, d.pid)).collect::<std::collections::BTreeSet<_>>().len();
         use report::json_str;
         let gpus_per_proc = plan.nranks / procs;
         let step = if args.step_factor > 1 {
@@ -461,12 +516,6 @@ impl<'a> Output<'a> {
         } else {
             format!("{}(bytes)", args.step_bytes)
         };
-        let mut devices = Vec::new();
-        for rank in 0..plan.nranks {
-            let d = driver.device_info(rank as i32).ok();
-            let (name, bus) = d.map_or(("?".to_string(), "?".to_string()), |d| (d.name, d.pci_bus_id));
-            devices.push((rank, name, bus));
-        }
         if !args.json {
             println!(
                 "# nccl-trampoline perf {}: nProcs {procs} nGpus {gpus_per_proc} minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: {} validation: {} blocking: {}",
@@ -481,15 +530,28 @@ impl<'a> Output<'a> {
             );
             println!("# {:?} {} at {}", nccl.flavor(), nccl.version(), nccl.path().display());
             println!("#\n# Using devices");
-            for (rank, name, bus) in &devices {
-                println!("#  Rank {rank:>2} Pid {:>6} device {rank:>2} [{bus}] {name}", pids[*rank]);
+            for d in devices {
+                println!(
+                    "#  Rank {:>2} Pid {:>6} on {:>10} device {:>2} [{}] {}",
+                    d.rank, d.pid, d.host, d.device, d.bus, d.name
+                );
             }
             println!("#");
             print!("{}", report::table_header(args.cputime == 1));
         }
         let device_list: Vec<String> = devices
             .iter()
-            .map(|(r, n, b)| format!("{{\"rank\": {r}, \"name\": {}, \"pci_bus_id\": {}}}", json_str(n), json_str(b)))
+            .map(|d| {
+                format!(
+                    "{{\"rank\": {}, \"pid\": {}, \"host\": {}, \"device\": {}, \"name\": {}, \"pci_bus_id\": {}}}",
+                    d.rank,
+                    d.pid,
+                    json_str(&d.host),
+                    d.device,
+                    json_str(&d.name),
+                    json_str(&d.bus)
+                )
+            })
             .collect();
         let fields = vec![
             ("tool", json_str("nccl-trampoline perf")),
@@ -509,7 +571,7 @@ impl<'a> Output<'a> {
         Output { args, rows: Vec::new(), progress, fields }
     }
 
-    fn row(&mut self, row: Row) {
+    pub fn row(&mut self, row: Row) {
         self.progress.advance(&format!("{} B", row.size));
         if !self.args.json {
             self.progress.clear();
@@ -518,7 +580,7 @@ impl<'a> Output<'a> {
         self.rows.push(row);
     }
 
-    fn finish(self) -> Result<bool, String> {
+    pub fn finish(self) -> Result<bool, String> {
         self.progress.clear();
         let doc = report::json_document(&self.fields, &self.rows);
         if self.args.json {
@@ -531,114 +593,6 @@ impl<'a> Output<'a> {
         }
         Ok(report::total_wrong(&self.rows) == 0)
     }
-}
-
-/// How long a process started by --procs waits for the unique id.
-const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// A process of --procs: one GPU, one rank; prints one `m` line per measurement.
-fn child(args: &Args, spec: &str) -> Result<(), String> {
-    let parts: Vec<&str> = spec.split(',').collect();
-    let (rank, nranks, addr): (usize, usize, SocketAddr) = match parts.as_slice() {
-        [r, n, a] => (
-            r.parse().map_err(|_| "bad --child rank")?,
-            n.parse().map_err(|_| "bad --child nranks")?,
-            a.parse().map_err(|_| "bad --child address")?,
-        ),
-        _ => return Err("--child takes rank,nranks,address".into()),
-    };
-    let plan = Plan::new(args, nranks)?;
-    let nccl = load(args)?;
-    let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
-    driver.activate(rank as i32).map_err(|e| e.to_string())?;
-    let id = fetch_tcp(addr, RENDEZVOUS_TIMEOUT).map_err(|e| e.to_string())?;
-    let comm = Communicator::init_rank(&nccl, nranks as i32, &id, rank as i32).map_err(|e| e.to_string())?;
-    let world = World::new(&nccl, &driver, vec![(comm, rank as i32, rank)], &plan)?;
-    for (elem, op, size) in plan.steps() {
-        for in_place in [false, true] {
-            let m = world.measure(args, &plan, elem, op, size, in_place)?;
-            println!("m\t{}\t{}\t{}", m.time, m.cpu, m.wrong.map_or("-".to_string(), |w| w.to_string()));
-        }
-    }
-    Ok(())
-}
-
-/// --procs N: serves a unique id on loopback, starts N children, and merges their lines.
-fn parent(args: &Args) -> Result<bool, String> {
-    let nranks = args.procs as usize;
-    let (plan, nccl, driver) = prepare(args, nranks, "--procs")?;
-    let id = nccl.unique_id().map_err(|e| e.to_string())?;
-    let root = TcpRoot::bind_loopback().map_err(|e| e.to_string())?;
-    let addr = root.local_addr().map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let mut children = Vec::new();
-    let mut receivers = Vec::new();
-    for rank in 0..nranks {
-        let mut child = Command::new(&exe)
-            .args(&argv)
-            .arg("--child")
-            .arg(format!("{rank},{nranks},{addr}"))
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("starting rank {rank}: {e}"))?;
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.starts_with("m\t") && tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        children.push(child);
-        receivers.push(rx);
-    }
-    let pids: Vec<u32> = children.iter().map(Child::id).collect();
-    let served = std::thread::scope(|s| {
-        let server = s.spawn(|| root.serve(&id, nranks, RENDEZVOUS_TIMEOUT));
-        let merged = merge(args, &plan, &nccl, &driver, &receivers, &pids);
-        (server.join(), merged)
-    });
-    let result = match served {
-        (Ok(Ok(())), Ok(ok)) => Ok(ok),
-        (Ok(Err(e)), _) => Err(format!("rendezvous: {e}")),
-        (_, Err(e)) => Err(e),
-        (Err(_), _) => Err("the rendezvous thread panicked".into()),
-    };
-    finish_children(children, result.is_err())?;
-    result
-}
-
-fn merge(
-    args: &Args,
-    plan: &Plan,
-    nccl: &Nccl,
-    driver: &Driver,
-    receivers: &[mpsc::Receiver<String>],
-    pids: &[u32],
-) -> Result<bool, String> {
-    let mut out = Output::new(args, plan, nccl, driver, pids);
-    for (elem, op, size) in plan.steps() {
-        let mut placements = Vec::new();
-        for _ in 0..2 {
-            let mut per_rank = Vec::new();
-            for (rank, rx) in receivers.iter().enumerate() {
-                let line = rx.recv().map_err(|_| format!("rank {rank} stopped before the sweep ended"))?;
-                per_rank.push(parse_measurement(&line).ok_or_else(|| format!("rank {rank}: bad line `{line}`"))?);
-            }
-            placements.push(aggregate(&per_rank, args.average));
-        }
-        out.row(plan.row(elem, op, size, placements[0], placements[1]));
-    }
-    out.finish()
-}
-
-fn parse_measurement(line: &str) -> Option<Measured> {
-    let f: Vec<&str> = line.split('\t').collect();
-    let [_, time, cpu, wrong] = f.as_slice() else { return None };
-    let wrong = if *wrong == "-" { None } else { Some(wrong.parse().ok()?) };
-    Some(Measured { time: time.parse().ok()?, cpu: cpu.parse().ok()?, algbw: 0.0, busbw: 0.0, wrong })
 }
 
 /// nccl-tests' `-a`: rank 0's time, or the average, minimum or maximum over ranks; wrong
@@ -655,29 +609,6 @@ pub fn aggregate(per_rank: &[Measured], mode: u8) -> Measured {
     };
     let wrong = per_rank.iter().map(|m| m.wrong).try_fold(0u64, |acc, w| w.map(|w| acc + w));
     Measured { time: pick(|m| m.time), cpu: pick(|m| m.cpu), algbw: 0.0, busbw: 0.0, wrong }
-}
-
-/// Waits for the children; on failure kills those still running (a rank waiting in a
-/// collective for a dead peer would wait forever).
-fn finish_children(mut children: Vec<Child>, kill: bool) -> Result<(), String> {
-    if kill {
-        for c in &mut children {
-            let _ = c.kill();
-        }
-    }
-    let mut failed = Vec::new();
-    for (rank, mut c) in children.into_iter().enumerate() {
-        match c.wait() {
-            Ok(s) if s.success() || kill => {}
-            Ok(s) => failed.push(format!("rank {rank} exited with {s}")),
-            Err(e) => failed.push(format!("rank {rank}: {e}")),
-        }
-    }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(failed.join("; "))
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,243 @@
+//! `perf` as one rank per process, the way nccl-tests runs under MPI: `mpirun -np N`,
+//! `srun -n N` or `torchrun --nproc_per_node N` start the processes, each finds its rank in
+//! the launcher's variables, joins the communicator (the unique id along the route the launcher
+//! allows) and drives one GPU. Rank 0 prints the one table; what each rank measured and the
+//! elements it found wrong reach it through NCCL itself (an all-gather), so no launcher has to
+//! provide a channel, and every rank exits non-zero if any rank saw a wrong element.
+//! `--procs N` is the same on one host, with this process as the launcher.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nccl_trampoline::launch::{vars, World};
+use nccl_trampoline::nccl::rendezvous::RendezvousKey;
+
+use super::report::Measured;
+use super::{aggregate, load, prepare, Args, DeviceLine, Output, Plan, Ranks};
+use crate::cuda::Driver;
+
+/// How long a rank may take to join: GPU, unique id and init together.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// This host's name.
+pub fn hostname() -> String {
+    #[cfg(unix)]
+    {
+        let mut buf = [0u8; 256];
+        // SAFETY: gethostname writes at most `len` bytes into the buffer.
+        if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            return String::from_utf8_lossy(&buf[..end]).into_owned();
+        }
+    }
+    "?".into()
+}
+
+/// Bytes of one rank's "Using devices" record.
+const RECORD: usize = 4 + 4 + 64 + 64 + 256;
+
+fn put_text(out: &mut Vec<u8>, s: &str, width: usize) {
+    let b = s.as_bytes();
+    let n = b.len().min(width - 1);
+    out.extend_from_slice(&b[..n]);
+    out.resize(out.len() + width - n, 0);
+}
+
+fn get_text(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+fn encode_line(d: &DeviceLine) -> Vec<u8> {
+    let mut v = Vec::with_capacity(RECORD);
+    v.extend_from_slice(&d.pid.to_le_bytes());
+    v.extend_from_slice(&d.device.to_le_bytes());
+    put_text(&mut v, &d.host, 64);
+    put_text(&mut v, &d.bus, 64);
+    put_text(&mut v, &d.name, 256);
+    v
+}
+
+fn decode_lines(all: &[u8]) -> Vec<DeviceLine> {
+    all.chunks_exact(RECORD)
+        .enumerate()
+        .map(|(rank, r)| DeviceLine {
+            rank,
+            pid: u32::from_le_bytes(r[0..4].try_into().expect("4 bytes")),
+            device: i32::from_le_bytes(r[4..8].try_into().expect("4 bytes")),
+            host: get_text(&r[8..72]),
+            bus: get_text(&r[72..136]),
+            name: get_text(&r[136..RECORD]),
+        })
+        .collect()
+}
+
+/// Bytes of one rank's measurements of a step: (time, cpu, wrong) out of place, then in place.
+const MEASURED: usize = 48;
+
+fn encode_pair(o: &Measured, i: &Measured) -> Vec<u8> {
+    let mut v = Vec::with_capacity(MEASURED);
+    for m in [o, i] {
+        v.extend_from_slice(&m.time.to_le_bytes());
+        v.extend_from_slice(&m.cpu.to_le_bytes());
+        v.extend_from_slice(&m.wrong.map_or(-1i64, |w| w as i64).to_le_bytes());
+    }
+    v
+}
+
+fn decode_pairs(all: &[u8]) -> Vec<(Measured, Measured)> {
+    let f = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let one = |b: &[u8]| {
+        let w = i64::from_le_bytes(b[16..24].try_into().expect("8 bytes"));
+        Measured { time: f(&b[0..8]), cpu: f(&b[8..16]), algbw: 0.0, busbw: 0.0, wrong: u64::try_from(w).ok() }
+    };
+    all.chunks_exact(MEASURED).map(|r| (one(&r[..24]), one(&r[24..]))).collect()
+}
+
+/// One rank of a launched job (or of --procs).
+pub fn rank(args: &Args, world: &World) -> Result<bool, String> {
+    if args.ngpus != 1 {
+        crate::usage_error(&format!(
+            "-g {}: each rank of a job that {} started drives one GPU (leave -g out)",
+            args.ngpus,
+            world.launcher()
+        ));
+    }
+    if args.procs > 1 && !args.procs_rank {
+        crate::usage_error(&format!(
+            "--procs starts its own ranks, but {} already started {} (leave --procs out)",
+            world.launcher(),
+            world.size()
+        ));
+    }
+    let plan = Plan::new(args, world.size() as usize).unwrap_or_else(|e| crate::usage_error(&e));
+    let nccl = load(args)?;
+    let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
+    let me = world.rank() as usize;
+    let comm = world.communicator(&nccl, JOIN_TIMEOUT).map_err(|e| format!("rank {me}: {e}"))?;
+    let device = comm.cu_device().map_err(|e| format!("rank {me}: {e}"))?;
+    let ranks = Ranks::new(&nccl, &driver, vec![(comm, device, me)], &plan, args.watchdog)?;
+    let info = driver.device_info(device).ok();
+    let (name, bus) = info.map_or(("?".into(), "?".into()), |d| (d.name, d.pci_bus_id));
+    let line = DeviceLine { rank: me, pid: std::process::id(), host: hostname(), device, name, bus };
+    let lines = decode_lines(&ranks.gather(&encode_line(&line))?);
+    let mut out = (me == 0).then(|| Output::new(args, &plan, &nccl, &lines));
+    let mut wrong = 0u64;
+    for (elem, op, size) in plan.steps() {
+        let o = ranks.measure(args, &plan, elem, op, size, false)?;
+        let i = ranks.measure(args, &plan, elem, op, size, true)?;
+        let per_rank = decode_pairs(&ranks.gather(&encode_pair(&o, &i))?);
+        let outs: Vec<Measured> = per_rank.iter().map(|p| p.0).collect();
+        let ins: Vec<Measured> = per_rank.iter().map(|p| p.1).collect();
+        let (o, i) = (aggregate(&outs, args.average), aggregate(&ins, args.average));
+        wrong += o.wrong.unwrap_or(0) + i.wrong.unwrap_or(0);
+        if let Some(out) = &mut out {
+            out.row(plan.row(elem, op, size, o, i));
+        }
+    }
+    drop(ranks);
+    match out {
+        Some(out) => out.finish(),
+        None => Ok(wrong == 0),
+    }
+}
+
+/// A free port on loopback, for the ranks' rendezvous.
+fn free_port() -> Result<u16, String> {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("no free port: {e}"))?;
+    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+/// `--procs N`: starts N ranks on this host, as a launcher would (the crate's own variables,
+/// a fresh secret, a free port), shows rank 0's output, and stops every rank if one fails.
+pub fn start_procs(args: &Args) -> Result<bool, String> {
+    let n = args.procs;
+    prepare(args, n as usize, "--procs")?;
+    let secret = RendezvousKey::random_secret().map_err(|e| e.to_string())?;
+    let port = free_port()?.to_string();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut children: Vec<Child> = Vec::new();
+    for r in 0..n {
+        let rank = r.to_string();
+        let child = Command::new(&exe)
+            .args(&argv)
+            .arg("--procs-rank")
+            .env(vars::RANK, &rank)
+            .env(vars::WORLD_SIZE, n.to_string())
+            .env(vars::LOCAL_RANK, &rank)
+            .env(vars::LOCAL_SIZE, n.to_string())
+            .env(vars::SECRET, &secret)
+            .env(vars::PORT, &port)
+            .env(vars::ID_ROUTE, "tcp")
+            .stdout(if r == 0 { Stdio::inherit() } else { Stdio::null() })
+            .spawn();
+        match child {
+            Ok(c) => children.push(c),
+            Err(e) => {
+                stop(&mut children);
+                return Err(format!("starting rank {r}: {e}"));
+            }
+        }
+    }
+    // Wait for all; the first that fails takes the others down (they would wait for it in
+    // their next collective).
+    let mut status = vec![None; children.len()];
+    loop {
+        for (r, c) in children.iter_mut().enumerate() {
+            if status[r].is_none() {
+                status[r] = c.try_wait().map_err(|e| format!("rank {r}: {e}"))?;
+            }
+        }
+        if let Some(r) = status.iter().position(|s| s.is_some_and(|s| !s.success())) {
+            if status.iter().any(Option::is_none) {
+                stop(&mut children);
+                return Err(format!("rank {r} exited with {}; stopped the other ranks", status[r].expect("exited")));
+            }
+            // Every rank ran to the end and one (at least) found wrong elements, or failed.
+            return Ok(false);
+        }
+        if status.iter().all(Option::is_some) {
+            return Ok(true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn stop(children: &mut [Child]) {
+    for c in children.iter_mut() {
+        let _ = c.kill();
+    }
+    for c in children.iter_mut() {
+        let _ = c.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_cross_ranks_intact() {
+        let d = DeviceLine {
+            rank: 0,
+            pid: 4242,
+            host: "gpu01".into(),
+            device: 1,
+            name: "NVIDIA H200".into(),
+            bus: "0000:18:00.0".into(),
+        };
+        let mut all = encode_line(&d);
+        let mut e = d.clone();
+        e.host = "x".repeat(300); // truncated, not overflowing
+        all.extend(encode_line(&e));
+        let back = decode_lines(&all);
+        assert_eq!(back[0], d);
+        assert_eq!((back[1].rank, back[1].host.len()), (1, 63));
+        let m = |t: f64, w: Option<u64>| Measured { time: t, cpu: t / 2.0, algbw: 0.0, busbw: 0.0, wrong: w };
+        let pairs = decode_pairs(
+            &[encode_pair(&m(1.0, Some(3)), &m(2.0, None)), encode_pair(&m(3.0, Some(0)), &m(4.0, None))].concat(),
+        );
+        assert_eq!(pairs, vec![(m(1.0, Some(3)), m(2.0, None)), (m(3.0, Some(0)), m(4.0, None))]);
+    }
+}

@@ -1,0 +1,526 @@
+//! The CUDA driver API (`libcuda.so.1`), loaded at run time and called through the call core like
+//! NCCL: devices, contexts, memory, streams and events. The facade uses it for stream waits with
+//! deadlines, the watchdog, device checks, and to carry the caller's context onto the threads
+//! that run NCCL calls with deadlines; the command-line tool and the GPU tests use it too.
+//!
+//! Runtime-API handles are the driver's (a `cudaStream_t` is a `CUstream`), and NCCL uses the
+//! context current on the calling thread; [`Driver::activate`] makes a device's primary context
+//! (the runtime's, and NCCL's) current.
+
+use core::ffi::{c_char, c_void, CStr};
+use core::ptr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::Error;
+
+/// Environment variable naming the CUDA driver library to load instead of `libcuda.so.1`.
+pub const DRIVER_ENV: &str = "NCCL_TRAMPOLINE_CUDA_DRIVER";
+
+/// `CUDA_ERROR_NOT_READY`: an event or stream still has work.
+const NOT_READY: i32 = 600;
+/// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy default stream.
+const STREAM_NON_BLOCKING: u32 = 1;
+/// `CU_EVENT_DISABLE_TIMING`: the cheapest event to record and query.
+const EVENT_DISABLE_TIMING: u32 = 2;
+/// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
+const POINTER_ATTRIBUTE_DEVICE_ORDINAL: i32 = 9;
+
+crate::c_functions! {
+    /// The driver functions this crate calls. All return `CUresult`.
+    struct DriverFns {
+        fn init = "cuInit"(flags: u32) -> i32;
+        fn driver_get_version = "cuDriverGetVersion"(version: *mut i32) -> i32;
+        fn device_get_count = "cuDeviceGetCount"(count: *mut i32) -> i32;
+        fn device_get = "cuDeviceGet"(device: *mut i32, ordinal: i32) -> i32;
+        fn device_get_name = "cuDeviceGetName"(name: *mut u8, len: i32, device: i32) -> i32;
+        fn device_total_mem = "cuDeviceTotalMem_v2"(bytes: *mut usize, device: i32) -> i32;
+        fn device_get_pci_bus_id = "cuDeviceGetPCIBusId"(id: *mut u8, len: i32, device: i32) -> i32;
+        fn primary_ctx_retain = "cuDevicePrimaryCtxRetain"(ctx: *mut *mut c_void, device: i32) -> i32;
+        fn ctx_set_current = "cuCtxSetCurrent"(ctx: *mut c_void) -> i32;
+        fn ctx_get_current = "cuCtxGetCurrent"(ctx: *mut *mut c_void) -> i32;
+        fn ctx_get_device = "cuCtxGetDevice"(device: *mut i32) -> i32;
+        fn mem_alloc = "cuMemAlloc_v2"(ptr: *mut u64, bytes: usize) -> i32;
+        fn mem_free = "cuMemFree_v2"(ptr: u64) -> i32;
+        fn memcpy_htod = "cuMemcpyHtoD_v2"(dst: u64, src: *const c_void, bytes: usize) -> i32;
+        fn memcpy_dtoh = "cuMemcpyDtoH_v2"(dst: *mut c_void, src: u64, bytes: usize) -> i32;
+        fn memset_d32 = "cuMemsetD32_v2"(dst: u64, value: u32, count: usize) -> i32;
+        fn stream_create = "cuStreamCreate"(stream: *mut *mut c_void, flags: u32) -> i32;
+        fn stream_query = "cuStreamQuery"(stream: *mut c_void) -> i32;
+        fn stream_synchronize = "cuStreamSynchronize"(stream: *mut c_void) -> i32;
+        fn stream_destroy = "cuStreamDestroy_v2"(stream: *mut c_void) -> i32;
+        fn stream_get_ctx = "cuStreamGetCtx"(stream: *mut c_void, ctx: *mut *mut c_void) -> i32;
+        fn event_create = "cuEventCreate"(event: *mut *mut c_void, flags: u32) -> i32;
+        fn event_record = "cuEventRecord"(event: *mut c_void, stream: *mut c_void) -> i32;
+        fn event_query = "cuEventQuery"(event: *mut c_void) -> i32;
+        fn event_destroy = "cuEventDestroy_v2"(event: *mut c_void) -> i32;
+        fn pointer_get_attribute = "cuPointerGetAttribute"(data: *mut c_void, attribute: i32, ptr: u64) -> i32;
+        fn get_error_string = "cuGetErrorString"(code: i32, text: *mut *const c_char) -> i32;
+    }
+}
+
+/// A CUDA context handle (`CUcontext`), valid in every thread of the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Context(*mut c_void);
+
+// SAFETY: a context handle is a process-wide value; the driver allows making it current on any
+// thread.
+unsafe impl Send for Context {}
+// SAFETY: as above; the value is never dereferenced here.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// The `CUcontext`.
+    pub fn as_raw(self) -> *mut c_void {
+        self.0
+    }
+}
+
+/// What is known about one device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Ordinal.
+    pub ordinal: i32,
+    /// Marketing name.
+    pub name: String,
+    /// Memory in bytes.
+    pub memory: u64,
+    /// PCI bus id (`0000:18:00.0`).
+    pub pci_bus_id: String,
+}
+
+/// The loaded driver, initialised (`cuInit`).
+///
+/// `Send` and `Sync`: after loading it holds only function addresses and plans, and the driver
+/// API may be entered from any thread.
+pub struct Driver {
+    fns: DriverFns,
+    path: PathBuf,
+    // Last field: dropped after the entries that point into it.
+    _lib: libloading::Library,
+}
+
+impl core::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Driver").field("path", &self.path).finish()
+    }
+}
+
+impl Driver {
+    /// Loads `$NCCL_TRAMPOLINE_CUDA_DRIVER`, else `libcuda.so.1` from the system loader, and
+    /// calls `cuInit(0)`.
+    pub fn load() -> Result<Driver, Error> {
+        match std::env::var_os(DRIVER_ENV).filter(|p| !p.is_empty()) {
+            Some(p) => Self::load_from(PathBuf::from(p)),
+            None => Self::load_from("libcuda.so.1"),
+        }
+    }
+
+    /// Loads the driver library at `path` (or a bare soname) and calls `cuInit(0)`.
+    pub fn load_from(path: impl AsRef<Path>) -> Result<Driver, Error> {
+        let path = path.as_ref().to_path_buf();
+        let load_error = |reason: String| Error::CudaLoad { path: path.display().to_string(), reason };
+        // SAFETY: the CUDA driver's initialisers are safe to run in any process.
+        let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| load_error(e.to_string()))?;
+        let fns = DriverFns::resolve(&lib)?;
+        let missing = fns.missing();
+        if !missing.is_empty() {
+            return Err(load_error(format!("it lacks {}", missing.join(", "))));
+        }
+        let driver = Driver { fns, path, _lib: lib };
+        // SAFETY: `CUresult cuInit(unsigned int)`.
+        driver.check("cuInit", unsafe { driver.fns.init(0) })?;
+        Ok(driver)
+    }
+
+    /// The library the driver was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check(&self, function: &'static str, r: Result<i32, Error>) -> Result<(), Error> {
+        let code = r?;
+        if code == 0 {
+            return Ok(());
+        }
+        Err(Error::Cuda { function, code, text: self.error_text(code) })
+    }
+
+    fn error_text(&self, code: i32) -> String {
+        let mut text: *const c_char = ptr::null();
+        // SAFETY: `CUresult cuGetErrorString(CUresult, const char **)`.
+        match unsafe { self.fns.get_error_string(code, &mut text) } {
+            // SAFETY: the driver returns a static NUL-terminated string.
+            Ok(0) if !text.is_null() => unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned(),
+            _ => "unknown error".to_string(),
+        }
+    }
+
+    /// The driver's CUDA version, as `major * 1000 + minor * 10`.
+    pub fn version(&self) -> Result<i32, Error> {
+        let mut v = 0i32;
+        // SAFETY: the out-pointer is live.
+        self.check("cuDriverGetVersion", unsafe { self.fns.driver_get_version(&mut v) })?;
+        Ok(v)
+    }
+
+    /// Visible devices.
+    pub fn device_count(&self) -> Result<i32, Error> {
+        let mut n = 0i32;
+        // SAFETY: the out-pointer is live.
+        self.check("cuDeviceGetCount", unsafe { self.fns.device_get_count(&mut n) })?;
+        Ok(n)
+    }
+
+    fn device(&self, ordinal: i32) -> Result<i32, Error> {
+        let mut d = 0i32;
+        // SAFETY: the out-pointer is live.
+        self.check("cuDeviceGet", unsafe { self.fns.device_get(&mut d, ordinal) })?;
+        Ok(d)
+    }
+
+    /// Name, memory and PCI bus id of device `ordinal`.
+    pub fn device_info(&self, ordinal: i32) -> Result<DeviceInfo, Error> {
+        let dev = self.device(ordinal)?;
+        let mut name = [0u8; 256];
+        let mut memory = 0usize;
+        let mut bus = [0u8; 64];
+        // SAFETY: each buffer holds the length passed with it; the out-pointers are live.
+        unsafe {
+            self.check("cuDeviceGetName", self.fns.device_get_name(name.as_mut_ptr(), name.len() as i32, dev))?;
+            self.check("cuDeviceTotalMem_v2", self.fns.device_total_mem(&mut memory, dev))?;
+            self.check("cuDeviceGetPCIBusId", self.fns.device_get_pci_bus_id(bus.as_mut_ptr(), bus.len() as i32, dev))?;
+        }
+        Ok(DeviceInfo { ordinal, name: c_text(&name), memory: memory as u64, pci_bus_id: c_text(&bus) })
+    }
+
+    /// Makes device `ordinal`'s primary context (NCCL's and the runtime's) current on this
+    /// thread, and returns it.
+    pub fn activate(&self, ordinal: i32) -> Result<Context, Error> {
+        let dev = self.device(ordinal)?;
+        let mut ctx: *mut c_void = ptr::null_mut();
+        // SAFETY: the out-pointer is live.
+        self.check("cuDevicePrimaryCtxRetain", unsafe { self.fns.primary_ctx_retain(&mut ctx, dev) })?;
+        self.set_current(Some(Context(ctx)))?;
+        Ok(Context(ctx))
+    }
+
+    /// Device `ordinal`'s primary context (retained; not made current).
+    pub fn primary_context(&self, ordinal: i32) -> Result<Context, Error> {
+        let dev = self.device(ordinal)?;
+        let mut ctx: *mut c_void = ptr::null_mut();
+        // SAFETY: the out-pointer is live.
+        self.check("cuDevicePrimaryCtxRetain", unsafe { self.fns.primary_ctx_retain(&mut ctx, dev) })?;
+        Ok(Context(ctx))
+    }
+
+    /// The context current on this thread, if any.
+    pub fn current_context(&self) -> Result<Option<Context>, Error> {
+        let mut ctx: *mut c_void = ptr::null_mut();
+        // SAFETY: the out-pointer is live.
+        self.check("cuCtxGetCurrent", unsafe { self.fns.ctx_get_current(&mut ctx) })?;
+        Ok((!ctx.is_null()).then_some(Context(ctx)))
+    }
+
+    /// Makes `ctx` current on this thread (`None`: no context).
+    pub fn set_current(&self, ctx: Option<Context>) -> Result<(), Error> {
+        let raw = ctx.map_or(ptr::null_mut(), Context::as_raw);
+        // SAFETY: a context handle from this driver, or null.
+        self.check("cuCtxSetCurrent", unsafe { self.fns.ctx_set_current(raw) })
+    }
+
+    /// The device of this thread's current context, if one is current.
+    pub fn current_device(&self) -> Result<Option<i32>, Error> {
+        if self.current_context()?.is_none() {
+            return Ok(None);
+        }
+        let mut d = 0i32;
+        // SAFETY: the out-pointer is live.
+        self.check("cuCtxGetDevice", unsafe { self.fns.ctx_get_device(&mut d) })?;
+        Ok(Some(d))
+    }
+
+    /// The device `stream` belongs to (through its context).
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a valid stream handle (or null for the legacy default stream of the
+    /// current context).
+    pub unsafe fn stream_device(&self, stream: *mut c_void) -> Result<i32, Error> {
+        let mut ctx: *mut c_void = ptr::null_mut();
+        // SAFETY: the caller's contract; the out-pointer is live.
+        self.check("cuStreamGetCtx", unsafe { self.fns.stream_get_ctx(stream, &mut ctx) })?;
+        let before = self.current_context()?;
+        self.set_current(Some(Context(ctx)))?;
+        let device = self.current_device();
+        self.set_current(before)?;
+        device?.ok_or(Error::Cuda { function: "cuCtxGetDevice", code: 201, text: "no context".into() })
+    }
+
+    /// The device that device pointer `ptr` belongs to.
+    pub fn pointer_device(&self, ptr: *const c_void) -> Result<i32, Error> {
+        let mut ordinal = 0i32;
+        let data: *mut i32 = &mut ordinal;
+        // SAFETY: the attribute is an int written to `data`; the driver validates `ptr`.
+        self.check("cuPointerGetAttribute", unsafe {
+            self.fns.pointer_get_attribute(data.cast(), POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr as u64)
+        })?;
+        Ok(ordinal)
+    }
+
+    /// `bytes` of device memory on the current device.
+    pub fn alloc(&self, bytes: usize) -> Result<DeviceMemory<'_>, Error> {
+        let mut p = 0u64;
+        // SAFETY: the out-pointer is live.
+        self.check("cuMemAlloc_v2", unsafe { self.fns.mem_alloc(&mut p, bytes.max(1)) })?;
+        Ok(DeviceMemory { driver: self, ptr: p, bytes })
+    }
+
+    /// A non-blocking stream on the current device.
+    pub fn stream(&self) -> Result<DeviceStream<'_>, Error> {
+        let mut s: *mut c_void = ptr::null_mut();
+        // SAFETY: the out-pointer is live.
+        self.check("cuStreamCreate", unsafe { self.fns.stream_create(&mut s, STREAM_NON_BLOCKING) })?;
+        Ok(DeviceStream { driver: self, raw: s })
+    }
+
+    /// An event without timing, on the current context.
+    pub fn event(&self) -> Result<Event<'_>, Error> {
+        // SAFETY: the event is destroyed by `Event`'s drop, through this driver.
+        Ok(Event { driver: self, raw: unsafe { self.event_create_raw()? } })
+    }
+
+    /// Creates a timing-free event; the caller destroys it with [`event_destroy_raw`](Self::event_destroy_raw).
+    ///
+    /// # Safety
+    ///
+    /// A context must be current; the event must be destroyed exactly once.
+    pub(crate) unsafe fn event_create_raw(&self) -> Result<*mut c_void, Error> {
+        let mut e: *mut c_void = ptr::null_mut();
+        // SAFETY: the out-pointer is live.
+        self.check("cuEventCreate", unsafe { self.fns.event_create(&mut e, EVENT_DISABLE_TIMING) })?;
+        Ok(e)
+    }
+
+    /// Records `event` on `stream`: it completes when the work queued on `stream` so far has.
+    ///
+    /// # Safety
+    ///
+    /// `event` and `stream` must be live handles of the same context.
+    pub unsafe fn event_record_raw(&self, event: *mut c_void, stream: *mut c_void) -> Result<(), Error> {
+        // SAFETY: the caller's contract.
+        self.check("cuEventRecord", unsafe { self.fns.event_record(event, stream) })
+    }
+
+    /// Whether `event`'s work has completed (`Ok(false)`: not yet).
+    ///
+    /// # Safety
+    ///
+    /// `event` must be a live event handle.
+    pub unsafe fn event_query_raw(&self, event: *mut c_void) -> Result<bool, Error> {
+        // SAFETY: the caller's contract.
+        match unsafe { self.fns.event_query(event) }? {
+            0 => Ok(true),
+            NOT_READY => Ok(false),
+            code => Err(Error::Cuda { function: "cuEventQuery", code, text: self.error_text(code) }),
+        }
+    }
+
+    /// Destroys an event made by [`event_create_raw`](Self::event_create_raw).
+    ///
+    /// # Safety
+    ///
+    /// `event` must be live and not used afterwards.
+    pub(crate) unsafe fn event_destroy_raw(&self, event: *mut c_void) {
+        // SAFETY: the caller's contract. Nothing to report: the handle is gone either way.
+        let _ = unsafe { self.fns.event_destroy(event) };
+    }
+
+    /// Waits until the work queued on `stream` so far has completed, at most `timeout` (`None`:
+    /// no limit), polling an event rather than blocking in the driver, so the wait always ends.
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of the current context (or null: its legacy default
+    /// stream).
+    pub unsafe fn wait_stream(&self, stream: *mut c_void, timeout: Option<Duration>) -> Result<(), Error> {
+        // SAFETY: the caller's contract: a context is current and `stream` is live.
+        let event = unsafe { self.event_create_raw()? };
+        let event = Event { driver: self, raw: event };
+        // SAFETY: as above.
+        unsafe { self.event_record_raw(event.raw, stream)? };
+        let started = Instant::now();
+        let mut backoff = Backoff::new();
+        loop {
+            if event.is_complete()? {
+                return Ok(());
+            }
+            if timeout.is_some_and(|t| started.elapsed() >= t) {
+                return Err(Error::Timeout { operation: "stream wait", waited: started.elapsed() });
+            }
+            backoff.pause(timeout.map(|t| t.saturating_sub(started.elapsed())));
+        }
+    }
+}
+
+/// Device memory, freed on drop.
+pub struct DeviceMemory<'d> {
+    driver: &'d Driver,
+    ptr: u64,
+    bytes: usize,
+}
+
+impl DeviceMemory<'_> {
+    /// The device address.
+    pub fn ptr(&self) -> *mut c_void {
+        self.ptr as *mut c_void
+    }
+
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// True for an empty allocation.
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// Copies `src` to the start of this memory (synchronously). A longer `src` is an error.
+    pub fn upload(&self, src: &[u8]) -> Result<(), Error> {
+        if src.len() > self.bytes {
+            return Err(Error::LengthMismatch { what: "upload", expected: self.bytes, got: src.len() });
+        }
+        // SAFETY: `src` holds the bytes copied; the allocation holds at least as many.
+        self.driver
+            .check("cuMemcpyHtoD_v2", unsafe { self.driver.fns.memcpy_htod(self.ptr, src.as_ptr().cast(), src.len()) })
+    }
+
+    /// Sets every 4-byte word of this memory to `value` (synchronously).
+    pub fn fill_u32(&self, value: u32) -> Result<(), Error> {
+        // SAFETY: `bytes / 4` words fit in the allocation.
+        self.driver.check("cuMemsetD32_v2", unsafe { self.driver.fns.memset_d32(self.ptr, value, self.bytes / 4) })
+    }
+
+    /// Copies the first `dst.len()` bytes to `dst` (synchronously). A longer `dst` is an error.
+    pub fn download(&self, dst: &mut [u8]) -> Result<(), Error> {
+        if dst.len() > self.bytes {
+            return Err(Error::LengthMismatch { what: "download", expected: self.bytes, got: dst.len() });
+        }
+        // SAFETY: `dst` has room for the bytes copied; the allocation holds at least as many.
+        self.driver.check("cuMemcpyDtoH_v2", unsafe {
+            self.driver.fns.memcpy_dtoh(dst.as_mut_ptr().cast(), self.ptr, dst.len())
+        })
+    }
+}
+
+impl Drop for DeviceMemory<'_> {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemAlloc and freed once.
+        let _ = unsafe { self.driver.fns.mem_free(self.ptr) };
+    }
+}
+
+/// A stream, destroyed on drop.
+pub struct DeviceStream<'d> {
+    driver: &'d Driver,
+    raw: *mut c_void,
+}
+
+impl DeviceStream<'_> {
+    /// The `CUstream` / `cudaStream_t`.
+    pub fn raw(&self) -> *mut c_void {
+        self.raw
+    }
+
+    /// Waits for all work on the stream (in the driver: no deadline; see
+    /// [`wait`](Self::wait)).
+    pub fn synchronize(&self) -> Result<(), Error> {
+        // SAFETY: a live stream.
+        self.driver.check("cuStreamSynchronize", unsafe { self.driver.fns.stream_synchronize(self.raw) })
+    }
+
+    /// Waits for the work queued so far, at most `timeout`.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        // SAFETY: a live stream made on the context current when it was created; its context
+        // is made current for the wait by the driver's own handle lookup.
+        unsafe { self.driver.wait_stream(self.raw, timeout) }
+    }
+
+    /// True when the stream has no unfinished work.
+    pub fn is_idle(&self) -> Result<bool, Error> {
+        // SAFETY: a live stream.
+        match unsafe { self.driver.fns.stream_query(self.raw) }? {
+            0 => Ok(true),
+            NOT_READY => Ok(false),
+            code => Err(Error::Cuda { function: "cuStreamQuery", code, text: self.driver.error_text(code) }),
+        }
+    }
+}
+
+impl Drop for DeviceStream<'_> {
+    fn drop(&mut self) {
+        // SAFETY: created by cuStreamCreate and destroyed once.
+        let _ = unsafe { self.driver.fns.stream_destroy(self.raw) };
+    }
+}
+
+/// An event, destroyed on drop.
+pub struct Event<'d> {
+    driver: &'d Driver,
+    raw: *mut c_void,
+}
+
+impl Event<'_> {
+    /// Records the event on `stream`.
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of the event's context.
+    pub unsafe fn record(&self, stream: *mut c_void) -> Result<(), Error> {
+        // SAFETY: the caller's contract; the event is live.
+        unsafe { self.driver.event_record_raw(self.raw, stream) }
+    }
+
+    /// True when the work it marks has completed (or it was never recorded).
+    pub fn is_complete(&self) -> Result<bool, Error> {
+        // SAFETY: a live event.
+        unsafe { self.driver.event_query_raw(self.raw) }
+    }
+}
+
+impl Drop for Event<'_> {
+    fn drop(&mut self) {
+        // SAFETY: created by event_create_raw and destroyed once.
+        unsafe { self.driver.event_destroy_raw(self.raw) };
+    }
+}
+
+/// Polling with a growing pause: spins briefly (work that finishes in microseconds is seen at
+/// once), then sleeps up to a millisecond, never past the remaining time.
+pub(crate) struct Backoff {
+    round: u32,
+}
+
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Backoff { round: 0 }
+    }
+
+    /// Pauses before the next poll; `left` is the time until the deadline, if any.
+    pub(crate) fn pause(&mut self, left: Option<Duration>) {
+        self.round = self.round.saturating_add(1);
+        if self.round < 64 {
+            core::hint::spin_loop();
+            std::thread::yield_now();
+            return;
+        }
+        let step = Duration::from_micros(20u64 << (self.round - 64).min(6)).min(Duration::from_millis(1));
+        std::thread::sleep(left.map_or(step, |l| step.min(l)));
+    }
+}
+
+fn c_text(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
