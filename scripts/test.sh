@@ -95,7 +95,7 @@ cargo run --quiet --release --features cli -- selftest --library "${nccl_libs[0]
 NCCL_TRAMPOLINE_LIBRARY=${nccl_libs[0]} cargo run --quiet --release --features cli -- doctor
 step "native: facade against the real libnccl.so.2 ($NCCL_NEW_VERSION and an old build), no GPU"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[0]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
-NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} \
+NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN=${nccl_libs[1]} \
     cargo test --test real_nccl -- --ignored --nocapture
 step "native: real launchers (Open MPI, MPICH, Slurm): the real NCCL $NCCL_NEW_VERSION and the stand-ins"
 launchers_start=$SECONDS
@@ -117,6 +117,7 @@ step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
+NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN=${nccl_libs[0]} \
     cargo test --target "$AARCH64" --test real_nccl -- --ignored --nocapture
 step "aarch64 under qemu-aarch64 -cpu max: selftest (built-in oracle, then the real aarch64 NCCL)"
 cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --library "${nccl_libs[1]}"
