@@ -16,7 +16,9 @@
 #      instrumented too, with a negative control that must fail), and the pure modules under
 #      Miri;
 #   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
-#   6. the benchmark compiles (it is run by hand: see docs/perf.md).
+#   6. the benchmark compiles (it is run by hand: see docs/perf.md);
+#   7. the MSRV of the library and of each feature, with exactly that toolchain (MSRV_CHECKS),
+#      and what `cargo package` ships.
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
 # signatures (default seed 0x5eed2026, 10000 signatures); SKIP_INSTALL=1 skips step 0.
 set -euo pipefail
@@ -33,6 +35,20 @@ CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu riscv64gc-unknown-linux
 # The nightly of the sanitizer and Miri runs, pinned so a new nightly cannot break CI.
 NIGHTLY=${NCCL_TRAMPOLINE_NIGHTLY:-nightly-2026-10-29}
 HOST=x86_64-unknown-linux-gnu
+# The minimum supported Rust: "toolchain|feature|cargo check arguments", each checked with
+# exactly that toolchain (`--locked`: Cargo.lock's dependency versions). The library's is
+# Cargo.toml's rust-version; the README's feature table states every one, and the MSRV step
+# fails if it disagrees. A change that needs a newer Rust raises its line here, the README's
+# row and, for the library, rust-version. Found by building with older toolchains: 1.76 fails
+# in thiserror 2, 1.80 in half 2.7, 1.84 in clap 4.6 (edition 2024), 1.87 in libloading 0.9.
+MSRV_LIB=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+MSRV_CHECKS=(
+    "$MSRV_LIB|none|--lib"
+    "1.81|half|--lib --features half"
+    "1.85|cli|--bin nccl-trampoline --features cli"
+    "1.88|cudarc|--lib --features cudarc"
+    "1.88|cudarc-nccl|--lib --features cudarc-nccl"
+)
 
 install() {
     local need=()
@@ -64,6 +80,14 @@ install() {
         grep -qx "$t" <<<"$installed" || { step "rustup target add $t"; rustup target add "$t"; }
     done
     rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+    local entry toolchain
+    for entry in "${MSRV_CHECKS[@]}"; do
+        toolchain=${entry%%|*}
+        rustup run "$toolchain" rustc --version >/dev/null 2>&1 || {
+            step "rustup toolchain install $toolchain (MSRV)"
+            rustup toolchain install "$toolchain" --profile minimal
+        }
+    done
     if ! rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
         step "rustup toolchain install $NIGHTLY (AddressSanitizer, Miri)"
         rustup toolchain install "$NIGHTLY" --profile minimal --component miri,rust-src ||
@@ -109,8 +133,10 @@ cargo test --quiet --lib --features half
 step "native: clippy and docs"
 cargo clippy --all-targets --quiet -- -D warnings
 cargo clippy --all-targets --quiet --features half,cudarc,cli,cudarc-nccl -- -D warnings
-# The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine).
+# The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine) and,
+# without a GPU, say so in one line.
 cargo build --quiet --features cudarc-nccl --examples
+cargo test --quiet --features cudarc-nccl --test examples_without_gpu
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
@@ -152,5 +178,32 @@ done
 
 step "benchmark builds"
 cargo bench --no-run --quiet
+
+step "MSRV: each part with exactly its oldest supported toolchain (MSRV_CHECKS)"
+for entry in "${MSRV_CHECKS[@]}"; do
+    IFS='|' read -r toolchain feature args <<<"$entry"
+    # The README's "Use it in your project" table: | `feature` | ... | toolchain |, and
+    # | *(none)* | ... | for the library.
+    awk -F'|' -v f="$feature" -v v="$toolchain" '
+        NF < 4 { next }
+        { gsub(/[`*() ]/, "", $2); gsub(/ /, "", $(NF-1)) }
+        $2 == f && $(NF-1) == v { found = 1 }
+        END { exit !found }' README.md ||
+        { echo "README.md's feature table does not give $toolchain for $feature" >&2; exit 1; }
+    echo "  $feature: cargo +$toolchain check --locked $args"
+    # shellcheck disable=SC2086 # the arguments are words
+    CARGO_TARGET_DIR=target/msrv cargo +"$toolchain" check --locked --quiet $args
+done
+
+step "cargo package: what ships (sources, tests, examples, ADRs; no scripts, logs or target/)"
+cargo package --list --allow-dirty --quiet >target/package-files.txt
+if grep -E '^(target|scripts|\.ci|\.cargo|docs/gpu-results|docs/perf-results)/' target/package-files.txt; then
+    echo "the files above must not ship: see include in Cargo.toml" >&2
+    exit 1
+fi
+# Builds the packaged sources as a user's `cargo install --features cli` would.
+cargo package --allow-dirty --quiet --features cli
+crate=$(ls target/package/nccl-trampoline-*.crate)
+echo "  $(wc -l <target/package-files.txt) files, $(($(stat -c %s "$crate") / 1024)) KiB: $crate"
 
 step "all suites passed"
