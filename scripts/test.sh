@@ -3,7 +3,7 @@
 # machine with only rustup and gcc. It installs what it lacks, then runs:
 #   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
-#      the embedding examples, clippy;
+#      the embedding examples, the README's snippets in new projects, clippy;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
 #      examples, and `nccl-trampoline selftest`;
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
@@ -125,6 +125,8 @@ step "native: real launchers (Open MPI, MPICH, Slurm): the real NCCL $NCCL_NEW_V
 launchers_start=$SECONDS
 scripts/launchers.sh "${nccl_libs[0]}"
 echo "real launchers: $((SECONDS - launchers_start)) s"
+step "native: the README's snippets in new projects of their own (scripts/readme-snippets.sh)"
+scripts/readme-snippets.sh "${nccl_libs[0]}"
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
