@@ -78,8 +78,13 @@ fn candidates_in(
     loaded: Vec<PathBuf>,
 ) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
+    // One candidate per file: a virtual environment's `lib64` is a link to its `lib`, and one
+    // environment can be named twice (`VIRTUAL_ENV` and `PATH`).
+    let mut files: Vec<PathBuf> = Vec::new();
     let mut add = |source: Source, path: PathBuf| {
-        if !out.iter().any(|c| c.path == path) {
+        let file = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if !files.contains(&file) {
+            files.push(file);
             out.push(Candidate { source, path });
         }
     };
@@ -452,9 +457,12 @@ mod tests {
             PathBuf::from(format!("{}:{}", root.join("opt/venv/bin").display(), root.join("usr/bin").display())),
         );
         assert_eq!(order(&env, &system)[0], (Source::PythonEnvironment, lib.clone()));
-        // The same environment named twice is one candidate.
+        // The same environment named twice is one candidate, and so is the file seen again
+        // through the environment's `lib64`, a link to `lib` (as `python3 -m venv` makes it).
+        std::os::unix::fs::symlink("lib", root.join("opt/venv/lib64")).unwrap();
         env.insert("VIRTUAL_ENV", root.join("opt/venv"));
-        assert_eq!(order(&env, &system).iter().filter(|(_, p)| *p == lib).count(), 1);
+        let got = order(&env, &system);
+        assert_eq!(got.iter().filter(|(_, p)| p.ends_with("nvidia/nccl/lib/libnccl.so.2")).count(), 1, "{got:?}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

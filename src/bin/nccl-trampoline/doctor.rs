@@ -101,13 +101,14 @@ pub fn run(_args: &Args) -> Result<bool, String> {
         let source = c.source.to_string();
         match &result {
             Ok(p) => {
+                // The file the loader mapped, where the candidate is a soname or a link.
+                let at = if Path::new(&p.path) == c.path { String::new() } else { format!(" at {}", p.path) };
                 println!(
-                    "  {}. [{status:>9}] {source:<23} {}  ->  {} {} at {}{}",
+                    "  {}. [{status:>9}] {source:<23} {}  ->  {} {}{at}{}",
                     i + 1,
                     c.path.display(),
                     p.flavor,
                     p.version,
-                    p.path,
                     wheel_note(&p.path)
                 );
                 resolved.insert(canonical(&p.path));
@@ -140,7 +141,8 @@ pub fn run(_args: &Args) -> Result<bool, String> {
             c.path.display()
         ),
         (Some((c, p)), None) => {
-            println!("Loaded: {} {} from {} ({}){}", p.flavor, p.version, p.path, c.source, wheel_note(&p.path));
+            let wheel = PythonWheel::owning(Path::new(&p.path)).map(|w| format!("; {w}")).unwrap_or_default();
+            println!("Loaded: {} {} from {} ({}{wheel})", p.flavor, p.version, p.path, c.source);
             if p.missing.is_empty() {
                 println!("  every symbol the facade knows is present");
             } else {
