@@ -6,8 +6,8 @@
 #       RECORD: the tests lay them out as pip does to check which wheel discovery reports)
 # Versions: the newest x86_64 and aarch64 builds when this was written (2.32.3) and an old
 # x86_64 build (2.18.3) for version gating. Override with NCCL_NEW / NCCL_OLD.
-# Cost, once: about 870 MB downloaded (335 + 335 + 200 MB of wheels, not kept) and 1.2 GB in
-# the cache. On a terminal pip shows a progress bar; otherwise (CI) one line per wheel.
+# Cost, once: about 900 MB downloaded (two 335 MB wheels and an older, smaller one; not kept)
+# and 1.2 GB in the cache. On a terminal pip shows a progress bar; otherwise (CI) one line per wheel.
 # Prints the three library paths, one per line: new x86_64, new aarch64, old x86_64.
 set -euo pipefail
 
