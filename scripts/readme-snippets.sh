@@ -3,8 +3,8 @@
 #   - "Use it in your project": the [dependencies] block (its path pointed at this clone) and
 #     the minimal program, built and run twice: with NCCL_TRAMPOLINE_LIBRARY naming a file that
 #     does not exist (exit 1, one line) and naming the real libnccl.so.2 given as $1;
-#   - "Calling your own C functions": the example as a program of its own, with only the
-#     `libloading = "0.8"` the README says to add.
+#   - "Calling your own C functions": each ```rust example as a program of its own, with only
+#     the `libloading = "0.8"` the README says to add.
 # The Rust blocks are also compiled (and the runnable ones run) as doc tests of src/lib.rs;
 # this checks that what the README tells a user to write into their own project is enough.
 # scripts/test.sh runs it. Usage: scripts/readme-snippets.sh /path/to/libnccl.so.2
@@ -18,12 +18,13 @@ mkdir -p "$work"
 # The projects share one target folder (and so the crate's build) across runs.
 export CARGO_TARGET_DIR=$work/target
 
-# block SECTION INFO: the first ``` block whose info string is INFO under "## SECTION".
+# block SECTION INFO [N]: the Nth (default first) ``` block whose info string is INFO under
+# "## SECTION"; nothing when there is no such block.
 block() {
-    awk -v section="## $1" -v info="$2" '
+    awk -v section="## $1" -v info="$2" -v want="${3:-1}" '
         $0 == section { inside_section = 1; next }
         inside_section && /^## / { exit }
-        inside_section && !inside && $0 == "```" info { inside = 1; next }
+        inside_section && !inside && $0 == "```" info { n++; inside = (n == want); next }
         inside && /^```/ { exit }
         inside { print }
     ' README.md
@@ -54,10 +55,15 @@ grep -q "^NCCL [0-9.]* from $real_nccl" <<<"$out" && grep -q "unique id of 128 b
     { echo "unexpected output with the real NCCL:" >&2; echo "$out" >&2; exit 1; }
 sed 's/^/  with the real NCCL: /' <<<"$out"
 
-echo "README \"Calling your own C functions\": the example with libloading as the only addition"
+echo "README \"Calling your own C functions\": each example with libloading as the only addition"
 printf 'nccl-trampoline = { path = "%s" }\nlibloading = "0.8"\n' "$repo" |
     { printf '[dependencies]\n'; cat; } | new_project "$work/embed"
-block "Calling your own C functions through the core" rust >"$work/embed/src/main.rs"
-[ -s "$work/embed/src/main.rs" ] || { echo "no example under \"Calling your own C functions\"" >&2; exit 1; }
-(cd "$work/embed" && cargo run --quiet)
-echo "  ran: ldiv(47, 5) through the core gave 9 remainder 2"
+n=1
+while block "Calling your own C functions through the core" rust $n >"$work/embed/src/main.rs" &&
+    [ -s "$work/embed/src/main.rs" ]; do
+    # Each example asserts its own results.
+    (cd "$work/embed" && cargo run --quiet)
+    echo "  example $n ran: $(grep -m1 '^// ' "$work/embed/src/main.rs")"
+    n=$((n + 1))
+done
+[ $n -gt 1 ] || { echo "no example under \"Calling your own C functions\"" >&2; exit 1; }
