@@ -39,8 +39,10 @@ HOST=x86_64-unknown-linux-gnu
 # exactly that toolchain (`--locked`: Cargo.lock's dependency versions). The library's is
 # Cargo.toml's rust-version; the README's feature table states every one, and the MSRV step
 # fails if it disagrees. A change that needs a newer Rust raises its line here, the README's
-# row and, for the library, rust-version. Found by building with older toolchains: 1.76 fails
-# in thiserror 2, 1.80 in half 2.7, 1.84 in clap 4.6 (edition 2024), 1.87 in libloading 0.9.
+# row and, for the library, rust-version. Found by building with older toolchains: 1.78 fails
+# on the inline `const` blocks of src/typed.rs (and 1.76 in thiserror 2); half 2.7 declares
+# 1.81, clap 4.6 1.85 (edition 2024), libloading 0.9 (cudarc 0.19) 1.88, and cargo refuses
+# older toolchains for them.
 MSRV_LIB=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 MSRV_CHECKS=(
     "$MSRV_LIB|none|--lib"
