@@ -11,26 +11,48 @@
 //! target/release/examples/allreduce   # alone: starts one rank per visible GPU itself
 //! ```
 
+use std::process::ExitCode;
 use std::time::Duration;
 
 use cudarc::driver::CudaContext;
+use nccl_trampoline::cuda::Driver;
 use nccl_trampoline::launch::{vars, World};
 use nccl_trampoline::nccl::rendezvous::RendezvousKey;
 use nccl_trampoline::nccl::{Nccl, RedOp};
 
+const NAME: &str = "allreduce";
 const COUNT: usize = 1 << 20;
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{NAME}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The visible GPUs, through the crate's own CUDA loader: cudarc panics when it cannot load
+/// the driver, so it is asked only once this says there is one.
+fn visible_gpus() -> Result<usize, Box<dyn std::error::Error>> {
+    let driver = Driver::load().map_err(|e| format!("this example needs NVIDIA GPUs and their driver: {e}"))?;
+    match driver.device_count()? {
+        0 => Err("this example needs NVIDIA GPUs: the CUDA driver sees none (CUDA_VISIBLE_DEVICES?)".into()),
+        n => Ok(n as usize),
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let world = World::from_env()?;
     if world.size() > 1 {
         return rank(&world);
     }
     // No launcher: be one, with the crate's own variables, one rank per visible GPU.
-    let nranks = CudaContext::device_count()? as usize;
-    if nranks == 0 {
-        return Err("no GPU visible".into());
-    }
+    let nranks = visible_gpus()?;
+    // Found here, before any rank starts, so that a missing NCCL is one line.
+    Nccl::load()?;
     let secret = RendezvousKey::random_secret()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port().to_string();
     let exe = std::env::current_exe()?;

@@ -122,6 +122,11 @@ fn measure(ranks: &mut [Rank], o: &Opts, count: usize, in_place: bool) -> (f64, 
 }
 
 fn main() {
+    // cudarc panics when it cannot load the CUDA driver: say it in one line instead.
+    if let Err(e) = nccl_trampoline::cuda::Driver::load() {
+        eprintln!("cudarc_allreduce_perf: needs NVIDIA GPUs and their driver: {e}");
+        std::process::exit(1);
+    }
     let o = opts();
     let streams: Vec<Arc<CudaStream>> = (0..o.gpus)
         .map(|i| CudaContext::new(i).and_then(|c| c.new_stream()).expect("a CUDA device and stream"))

@@ -5,18 +5,40 @@
 //!
 //! Run: `cargo run --release --features cudarc --example cudarc_streams`
 
+use std::process::ExitCode;
+
 use cudarc::driver::CudaContext;
+use nccl_trampoline::cuda::Driver;
 use nccl_trampoline::nccl::{Communicator, Nccl, RedOp};
+
+const NAME: &str = "cudarc_streams";
 
 const COUNT: usize = 1 << 26;
 const ROUNDS: u32 = 10;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let nccl = Nccl::load()?;
-    let n = CudaContext::device_count()? as usize;
-    if n == 0 {
-        return Err("no GPU visible".into());
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{NAME}: {e}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+/// The visible GPUs, through the crate's own CUDA loader: cudarc panics when it cannot load
+/// the driver, so it is asked only once this says there is one.
+fn visible_gpus() -> Result<usize, Box<dyn std::error::Error>> {
+    let driver = Driver::load().map_err(|e| format!("this example needs NVIDIA GPUs and their driver: {e}"))?;
+    match driver.device_count()? {
+        0 => Err("this example needs NVIDIA GPUs: the CUDA driver sees none (CUDA_VISIBLE_DEVICES?)".into()),
+        n => Ok(n as usize),
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let n = visible_gpus()?;
+    let nccl = Nccl::load()?;
     let contexts = (0..n).map(CudaContext::new).collect::<Result<Vec<_>, _>>()?;
     let a: Vec<_> = contexts.iter().map(|c| c.new_stream()).collect::<Result<_, _>>()?;
     let b: Vec<_> = contexts.iter().map(|c| c.new_stream()).collect::<Result<_, _>>()?;

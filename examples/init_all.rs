@@ -3,17 +3,39 @@
 //!
 //! Run: `cargo run --release --features cudarc --example init_all`
 
+use std::process::ExitCode;
+
 use cudarc::driver::CudaContext;
+use nccl_trampoline::cuda::Driver;
 use nccl_trampoline::nccl::{Communicator, Nccl, RedOp};
+
+const NAME: &str = "init_all";
 
 const COUNT: usize = 1 << 20;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let nccl = Nccl::load()?;
-    let n = CudaContext::device_count()? as usize;
-    if n == 0 {
-        return Err("no GPU visible".into());
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{NAME}: {e}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+/// The visible GPUs, through the crate's own CUDA loader: cudarc panics when it cannot load
+/// the driver, so it is asked only once this says there is one.
+fn visible_gpus() -> Result<usize, Box<dyn std::error::Error>> {
+    let driver = Driver::load().map_err(|e| format!("this example needs NVIDIA GPUs and their driver: {e}"))?;
+    match driver.device_count()? {
+        0 => Err("this example needs NVIDIA GPUs: the CUDA driver sees none (CUDA_VISIBLE_DEVICES?)".into()),
+        n => Ok(n as usize),
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let n = visible_gpus()?;
+    let nccl = Nccl::load()?;
     let contexts = (0..n).map(CudaContext::new).collect::<Result<Vec<_>, _>>()?;
     let streams: Vec<_> = contexts.iter().map(|c| c.default_stream()).collect();
     let devices: Vec<i32> = (0..n as i32).collect();

@@ -3,7 +3,7 @@
 # machine with only rustup and gcc. It installs what it lacks, then runs:
 #   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
-#      the embedding examples, clippy;
+#      the embedding examples, the README's snippets in new projects, clippy;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
 #      examples, and `nccl-trampoline selftest`;
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
@@ -16,7 +16,9 @@
 #      instrumented too, with a negative control that must fail), and the pure modules under
 #      Miri;
 #   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
-#   6. the benchmark compiles (it is run by hand: see docs/perf.md).
+#   6. the benchmark compiles (it is run by hand: see docs/perf.md);
+#   7. the MSRV of the library and of each feature, with exactly that toolchain (MSRV_CHECKS),
+#      and what `cargo package` ships.
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
 # signatures (default seed 0x5eed2026, 10000 signatures); SKIP_INSTALL=1 skips step 0.
 set -euo pipefail
@@ -33,6 +35,22 @@ CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu riscv64gc-unknown-linux
 # The nightly of the sanitizer and Miri runs, pinned so a new nightly cannot break CI.
 NIGHTLY=${NCCL_TRAMPOLINE_NIGHTLY:-nightly-2026-10-29}
 HOST=x86_64-unknown-linux-gnu
+# The minimum supported Rust: "toolchain|feature|cargo check arguments", each checked with
+# exactly that toolchain (`--locked`: Cargo.lock's dependency versions). The library's is
+# Cargo.toml's rust-version; the README's feature table states every one, and the MSRV step
+# fails if it disagrees. A change that needs a newer Rust raises its line here, the README's
+# row and, for the library, rust-version. Found by building with older toolchains: 1.78 fails
+# on the inline `const` blocks of src/typed.rs (and 1.76 in thiserror 2); half 2.7 declares
+# 1.81, clap 4.6 1.85 (edition 2024), libloading 0.9 (cudarc 0.19) 1.88, and cargo refuses
+# older toolchains for them.
+MSRV_LIB=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+MSRV_CHECKS=(
+    "$MSRV_LIB|none|--lib"
+    "1.81|half|--lib --features half"
+    "1.85|cli|--bin nccl-trampoline --features cli"
+    "1.88|cudarc|--lib --features cudarc"
+    "1.88|cudarc-nccl|--lib --features cudarc-nccl"
+)
 
 install() {
     local need=()
@@ -64,6 +82,14 @@ install() {
         grep -qx "$t" <<<"$installed" || { step "rustup target add $t"; rustup target add "$t"; }
     done
     rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+    local entry toolchain
+    for entry in "${MSRV_CHECKS[@]}"; do
+        toolchain=${entry%%|*}
+        rustup run "$toolchain" rustc --version >/dev/null 2>&1 || {
+            step "rustup toolchain install $toolchain (MSRV)"
+            rustup toolchain install "$toolchain" --profile minimal
+        }
+    done
     if ! rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
         step "rustup toolchain install $NIGHTLY (AddressSanitizer, Miri)"
         rustup toolchain install "$NIGHTLY" --profile minimal --component miri,rust-src ||
@@ -95,12 +121,14 @@ cargo run --quiet --release --features cli -- selftest --library "${nccl_libs[0]
 NCCL_TRAMPOLINE_LIBRARY=${nccl_libs[0]} cargo run --quiet --release --features cli -- doctor
 step "native: facade against the real libnccl.so.2 ($NCCL_NEW_VERSION and an old build), no GPU"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[0]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
-NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} \
+NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN=${nccl_libs[1]} \
     cargo test --test real_nccl -- --ignored --nocapture
 step "native: real launchers (Open MPI, MPICH, Slurm): the real NCCL $NCCL_NEW_VERSION and the stand-ins"
 launchers_start=$SECONDS
 scripts/launchers.sh "${nccl_libs[0]}"
 echo "real launchers: $((SECONDS - launchers_start)) s"
+step "native: the README's snippets in new projects of their own (scripts/readme-snippets.sh)"
+scripts/readme-snippets.sh "${nccl_libs[0]}"
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
@@ -109,14 +137,17 @@ cargo test --quiet --lib --features half
 step "native: clippy and docs"
 cargo clippy --all-targets --quiet -- -D warnings
 cargo clippy --all-targets --quiet --features half,cudarc,cli,cudarc-nccl -- -D warnings
-# The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine).
+# The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine) and,
+# without a GPU, say so in one line.
 cargo build --quiet --features cudarc-nccl --examples
+cargo test --quiet --features cudarc-nccl --test examples_without_gpu
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
+NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN=${nccl_libs[0]} \
     cargo test --target "$AARCH64" --test real_nccl -- --ignored --nocapture
 step "aarch64 under qemu-aarch64 -cpu max: selftest (built-in oracle, then the real aarch64 NCCL)"
 cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --library "${nccl_libs[1]}"
@@ -137,9 +168,12 @@ if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; 
         exit 1
     fi
     grep -m1 "ERROR: AddressSanitizer: heap-use-after-free" target/asan-control.log
-    step "Miri ($NIGHTLY): the pure modules (placement, types, configs, versions, bounded calls)"
+    step "Miri ($NIGHTLY): the pure modules (placement, types, configs, versions, bounded calls, load-error texts)"
+    # (plan::tests::plan_for_a_foreign_abi_cannot_be_called reads the assembly's code table
+    # since plans compile to programs: Miri cannot run it.)
     cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: nccl::config nccl::types \
-        nccl::library::tests::both symbols:: nccl::bounded plan::tests::limits plan::tests::plan_for_a_foreign
+        nccl::library::tests::both symbols:: nccl::bounded plan::tests::limits loader:: \
+        nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines
 else
     step "SKIP AddressSanitizer and Miri: the $NIGHTLY toolchain could not be installed"
 fi
@@ -151,5 +185,32 @@ done
 
 step "benchmark builds"
 cargo bench --no-run --quiet
+
+step "MSRV: each part with exactly its oldest supported toolchain (MSRV_CHECKS)"
+for entry in "${MSRV_CHECKS[@]}"; do
+    IFS='|' read -r toolchain feature args <<<"$entry"
+    # The README's "Use it in your project" table: | `feature` | ... | toolchain |, and
+    # | *(none)* | ... | for the library.
+    awk -F'|' -v f="$feature" -v v="$toolchain" '
+        NF < 4 { next }
+        { gsub(/[`*() ]/, "", $2); gsub(/ /, "", $(NF-1)) }
+        $2 == f && $(NF-1) == v { found = 1 }
+        END { exit !found }' README.md ||
+        { echo "README.md's feature table does not give $toolchain for $feature" >&2; exit 1; }
+    echo "  $feature: cargo +$toolchain check --locked $args"
+    # shellcheck disable=SC2086 # the arguments are words
+    CARGO_TARGET_DIR=target/msrv cargo +"$toolchain" check --locked --quiet $args
+done
+
+step "cargo package: what ships (sources, tests, examples, ADRs; no scripts, logs or target/)"
+cargo package --list --allow-dirty --quiet >target/package-files.txt
+if grep -E '^(target|scripts|\.ci|\.cargo|docs/gpu-results|docs/perf-results)/' target/package-files.txt; then
+    echo "the files above must not ship: see include in Cargo.toml" >&2
+    exit 1
+fi
+# Builds the packaged sources as a user's `cargo install --features cli` would.
+cargo package --allow-dirty --quiet --features cli
+crate=$(ls target/package/nccl-trampoline-*.crate)
+echo "  $(wc -l <target/package-files.txt) files, $(($(stat -c %s "$crate") / 1024)) KiB: $crate"
 
 step "all suites passed"

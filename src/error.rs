@@ -161,16 +161,26 @@ pub enum Error {
         /// Which pointer.
         what: &'static str,
     },
-    /// No candidate library loaded; every one tried, with why it failed.
-    #[error("no NCCL library could be loaded; tried: {}", tried.join("; "))]
+    /// No candidate of the discovery order loaded; every one tried, with why it failed.
+    #[error(
+        "no NCCL library found ({}); install one (`pip install nvidia-nccl-cu12`, or -cu13 for CUDA 13) or set NCCL_TRAMPOLINE_LIBRARY to its path",
+        tried.join("; ")
+    )]
     LibraryNotFound {
-        /// `path (source): reason` for each candidate, in discovery order.
+        /// `path (source): reason` for each candidate, in discovery order (candidates of one
+        /// source that failed for the same reason share an entry: `a, b (source): reason`).
         tried: Vec<String>,
     },
-    /// A library was found but could not be loaded or is not NCCL.
-    #[error("cannot load library: {reason}")]
+    /// The library the caller named (`Nccl::load_from`, or `NCCL_TRAMPOLINE_LIBRARY` for
+    /// `Nccl::load`) cannot be loaded or is not NCCL. No other candidate is tried for it.
+    #[error("{}", library_load_message(path, *variable, reason))]
     LibraryLoad {
-        /// The loader's message.
+        /// The path or soname named.
+        path: String,
+        /// The environment variable that named it, if one did.
+        variable: Option<&'static str>,
+        /// Why: "no such file", "built for aarch64, this program runs on x86_64: use the
+        /// x86_64 build", a missing dependency, "not an NCCL library", ...
         reason: String,
     },
     /// The loaded library (or its config struct) lacks what the call needs.
@@ -404,4 +414,11 @@ pub enum Error {
         /// What failed (a CUDA driver call and its code, or too few GPUs).
         detail: String,
     },
+}
+
+fn library_load_message(path: &str, variable: Option<&str>, reason: &str) -> String {
+    match variable {
+        Some(v) => format!("{v}={path} cannot be loaded: {reason} (fix {v}, or unset it to search the usual places)"),
+        None => format!("cannot load {path}: {reason}"),
+    }
 }

@@ -47,6 +47,7 @@ pub mod engine;
 mod error;
 pub mod launch;
 pub mod limits;
+mod loader;
 pub mod nccl;
 mod plan;
 mod program;

@@ -36,9 +36,17 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// Runs the command with a clean NCCL environment plus `env`; a run that outlives
 /// [`RUN_LIMIT`] is killed and fails the test instead of hanging the suite.
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    run_without(args, env, &[])
+}
+
+/// As [`run`], with the variables `remove` unset too.
+fn run_without(args: &[&str], env: &[(&str, &str)], remove: &[&str]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (k, _) in std::env::vars().filter(|(k, _)| inherited_setting(k)) {
+        cmd.env_remove(k);
+    }
+    for k in remove {
         cmd.env_remove(k);
     }
     cmd.envs(env.iter().copied());
@@ -77,6 +85,7 @@ fn inherited_setting(k: &str) -> bool {
         || [
             "VIRTUAL_ENV",
             "CONDA_PREFIX",
+            "PYTHONUSERBASE",
             "RANK",
             "WORLD_SIZE",
             "LOCAL_RANK",
@@ -160,7 +169,16 @@ fn doctor_names_a_missing_library_and_a_net_plugin() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     let first = out.lines().find(|l| l.contains("1. [")).unwrap();
-    assert!(first.contains("fails") && first.contains("/nonexistent/libnccl.so.2"), "{out}");
+    assert!(first.contains("fails") && first.contains("/nonexistent/libnccl.so.2  ->  no such file"), "{out}");
+    // An explicit request is never passed over: the later candidates are not tried.
+    let second = out.lines().find(|l| l.contains("2. [")).unwrap();
+    assert!(second.contains("not tried"), "{out}");
+    assert!(
+        out.contains(
+            "Loaded: nothing; NCCL_TRAMPOLINE_LIBRARY=/nonexistent/libnccl.so.2 cannot be loaded: no such file (fix NCCL_TRAMPOLINE_LIBRARY"
+        ),
+        "{out}"
+    );
     assert!(out.contains(&format!("found at {}", plugin.display())) && out.contains("ncclNetPlugin_v8"), "{out}");
     // A bare name is also tried as libnccl-net-<name>.so.
     let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", "nosuchplugin")]);
@@ -177,10 +195,13 @@ fn selftest_passes_the_core_and_the_stand_in_without_a_gpu() {
     assert!(o.status.success(), "{out}\n{err}");
     assert!(!out.contains("FAIL"), "{out}");
     assert!(out.contains("random signatures (seed 0x5eed2026): 0 mismatches"), "{out}");
-    assert!(out.contains("pinned shapes") && out.contains("ncclGetVersion: Nccl 2.32.3"), "{out}");
+    assert!(out.contains("pinned shapes") && out.contains("ncclGetVersion: NCCL 2.32.3"), "{out}");
+    // Display names, not Rust's Debug ones.
+    assert!(out.contains("  ABI sysv-x86_64") || out.contains("  ABI aapcs64"), "{out}");
     assert!(out.contains("NCCL's own error for device -1: ncclCommInitAll -> ncclInvalidArgument (4)"), "{out}");
     assert!(out.contains("skip  --no-gpu"), "{out}");
-    assert!(out.trim_end().ends_with("0 failed"), "{out}");
+    // The summary counts the skipped stage too.
+    assert!(out.trim_end().ends_with("passed, 0 failed, 1 skipped"), "{out}");
 }
 
 #[test]
@@ -218,16 +239,73 @@ fn perf_rejects_bad_arguments_with_usage_status_2() {
 }
 
 #[test]
-fn perf_without_a_gpu_says_so_and_fails() {
-    if Path::new("/dev/nvidiactl").exists() {
-        eprintln!("skipped: this machine has an NVIDIA driver");
-        return;
-    }
-    let lib = fake_nccl(23203);
-    let o = run(&["perf", "all_reduce", "-b", "8", "-e", "8", "--library", lib.to_str().unwrap()], &[]);
+fn perf_without_a_gpu_says_so_in_one_line_and_fails() {
+    // No CUDA driver, whatever this machine has; and no NCCL either: the GPU is asked first.
+    let o = run(
+        &["perf", "all_reduce", "-b", "8", "-e", "8"],
+        &[
+            ("NCCL_TRAMPOLINE_CUDA_DRIVER", "/nonexistent/libcuda.so.1"),
+            ("NCCL_TRAMPOLINE_LIBRARY", "/nonexistent/libnccl.so.2"),
+        ],
+    );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    assert!(err.contains("perf needs the CUDA driver"), "{err}");
+    assert_eq!(
+        err,
+        "nccl-trampoline: perf needs GPUs: cannot load the CUDA driver /nonexistent/libcuda.so.1: no such file \
+         (`nccl-trampoline selftest` checks the core and NCCL without one)\n"
+    );
+}
+
+#[test]
+fn doctor_names_the_wheel_and_the_cuda_major_it_was_built_for() {
+    let dir = common::work_dir("cli-wheel");
+    let site = dir.join("venv/lib/python3.12/site-packages");
+    let lib = site.join("nvidia/nccl/lib/libnccl.so.2");
+    std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+    std::fs::copy(fake_nccl(23203), &lib).unwrap();
+    let info = site.join("nvidia_nccl_cu13-2.32.3.dist-info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("METADATA"), "Metadata-Version: 2.4\nName: nvidia-nccl-cu13\nVersion: 2.32.3\n\n")
+        .unwrap();
+    let size = std::fs::metadata(&lib).unwrap().len();
+    std::fs::write(info.join("RECORD"), format!("nvidia/nccl/lib/libnccl.so.2,sha256=x,{size}\n")).unwrap();
+    let venv = dir.join("venv");
+    let o = run(&["doctor"], &[("VIRTUAL_ENV", venv.to_str().unwrap()), ("HOME", dir.to_str().unwrap())]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let wheel = "the nvidia-nccl-cu13 2.32.3 wheel, built for CUDA 13";
+    let line = out.lines().find(|l| l.contains("Python environment")).expect("the venv's candidate");
+    assert!(line.ends_with(&format!("NCCL 2.32.3 ({wheel})")), "{out}");
+    assert!(
+        out.contains(&format!("Loaded: NCCL 2.32.3 from {} (Python environment; {wheel})", lib.display())),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_leaves_out_what_cargo_run_adds() {
+    // `cargo run` gives the program cargo's variables, the build script's compile-time
+    // NCCL_TRAMPOLINE_* values, and LD_LIBRARY_PATH entries in the target folder and the
+    // toolchain, none of them the user's.
+    let deps = Path::new(BIN).parent().unwrap().join("deps");
+    let ld = format!("/toolchain/lib/rustlib/lib:{}:/opt/user/lib", deps.display());
+    let cargo_env = [
+        ("CARGO", "/toolchain/bin/cargo"),
+        ("CARGO_PKG_NAME", "nccl-trampoline"),
+        ("LD_LIBRARY_PATH", ld.as_str()),
+        ("NCCL_TRAMPOLINE_CORE_ARCHIVE", "/target/out/libcore.a"),
+        ("NCCL_DEBUG", "WARN"),
+    ];
+    let o = run(&["doctor"], &cargo_env);
+    let (out, _) = text(&o);
+    assert!(out.contains("\n  LD_LIBRARY_PATH=/opt/user/lib\n") && out.contains("NCCL_DEBUG=WARN"), "{out}");
+    assert!(!out.contains("NCCL_TRAMPOLINE_CORE_ARCHIVE") && out.contains("(run by cargo"), "{out}");
+    // Started by anything else, every entry is the user's.
+    let o = run_without(&["doctor"], &cargo_env[2..], &["CARGO", "CARGO_PKG_NAME"]);
+    let (out, _) = text(&o);
+    assert!(out.contains(&format!("LD_LIBRARY_PATH={ld}")) && out.contains("NCCL_TRAMPOLINE_CORE_ARCHIVE"), "{out}");
+    assert!(!out.contains("(run by cargo"), "{out}");
 }
 
 /// A directory holding the stand-in CUDA driver as `libcuda.so.1`, for LD_LIBRARY_PATH.

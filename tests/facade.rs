@@ -5,12 +5,9 @@
 mod common;
 
 use std::ffi::c_void;
-use std::path::PathBuf;
 
 use common::standin::{fake_nccl, id, load, serial, BoundBuf, Expect, FakeStream, HostBuf};
-use nccl_trampoline::nccl::{
-    Communicator, Config, DataType, Flavor, Nccl, RedOp, ShrinkMode, Source, UniqueId, Version,
-};
+use nccl_trampoline::nccl::{Communicator, Config, DataType, Flavor, Nccl, RedOp, ShrinkMode, UniqueId, Version};
 use nccl_trampoline::Error;
 
 #[test]
@@ -280,44 +277,6 @@ fn non_blocking_init_is_handed_out_only_when_done_and_refuses_per_thread_stream(
     let mut buf = HostBuf::new(vec![0.0; 4]);
     let err = comm.all_reduce_in_place(&mut buf, RedOp::SUM, &FakeStream::new(2)).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
-}
-
-#[test]
-fn discovery_order_and_failures_list_every_candidate() {
-    let _g = serial();
-    // Only this test touches these variables.
-    let venv = common::work_dir("fake-venv");
-    let site = venv.join("lib/python3.11/site-packages/nvidia/nccl/lib");
-    std::fs::create_dir_all(&site).unwrap();
-    std::fs::copy(fake_nccl(21803), site.join("libnccl.so.2")).unwrap();
-    std::env::set_var("VIRTUAL_ENV", &venv);
-    std::env::set_var(nccl_trampoline::nccl::LIBRARY_ENV, fake_nccl(23203));
-    let c = Nccl::candidates();
-    let found = Nccl::discover();
-    std::env::remove_var(nccl_trampoline::nccl::LIBRARY_ENV);
-    assert_eq!(found.result.as_ref().map(|n| n.version()).ok(), Some(Version::new(2, 32, 3)));
-    assert_eq!(found.chosen.as_ref().map(|c| c.source), Some(Source::Environment));
-    let venv_lib = site.join("libnccl.so.2");
-    assert!(
-        found.shadowed.iter().any(|s| s.source == Source::PythonEnvironment && s.path == venv_lib),
-        "{:?}",
-        found.shadowed
-    );
-    assert_eq!((c[0].source, c[0].path.clone()), (Source::Environment, fake_nccl(23203)));
-    let py = c.iter().position(|c| c.source == Source::PythonEnvironment).expect("the venv's NCCL");
-    let sys = c.iter().position(|c| c.source == Source::System).unwrap();
-    assert!(py < sys);
-    assert_eq!(c[sys].path, PathBuf::from("libnccl.so.2"));
-    assert!(c.iter().any(|c| c.path.as_os_str() == "librccl.so.1"));
-    std::env::remove_var("VIRTUAL_ENV");
-
-    let err = Nccl::load_from("/nonexistent/libnccl.so.2").unwrap_err();
-    match err {
-        Error::LibraryNotFound { tried } => {
-            assert!(tried[0].starts_with("/nonexistent/libnccl.so.2 (Explicit): "), "{tried:?}")
-        }
-        other => panic!("{other}"),
-    }
 }
 
 /// A buffer whose access guard notes how much the stand-in had recorded when it was dropped.

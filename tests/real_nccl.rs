@@ -3,7 +3,8 @@
 //! natively and under qemu-aarch64 (the aarch64 build). `scripts/test.sh` fetches the wheels
 //! (scripts/fetch-nccl.sh) and runs these with `--ignored`; the paths come from
 //! NCCL_TRAMPOLINE_REAL_NCCL (newest build for this architecture, with
-//! NCCL_TRAMPOLINE_REAL_NCCL_VERSION) and NCCL_TRAMPOLINE_REAL_NCCL_OLD (an old x86_64 build).
+//! NCCL_TRAMPOLINE_REAL_NCCL_VERSION), NCCL_TRAMPOLINE_REAL_NCCL_OLD (an old x86_64 build) and
+//! NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN (the newest build for the other architecture).
 #![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 
 use std::path::{Path, PathBuf};
@@ -110,4 +111,57 @@ fn old_build_is_gated_by_version() {
         let err = Communicator::init_rank(&nccl, 1, &id, 0).unwrap_err();
         assert!(matches!(err, Error::Nccl { code: 1, .. }), "{err}");
     }
+}
+
+/// The wheel's files laid out as pip installs them (`site-packages/nvidia/nccl/lib/libnccl.so.2`
+/// next to `nvidia_nccl_cu12-<version>.dist-info/`, from the real wheel's METADATA and RECORD
+/// that scripts/fetch-nccl.sh keeps beside the library): the wheel and its CUDA major are named.
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn the_real_wheel_as_pip_installs_it_is_named_with_its_cuda_major() {
+    let real = lib("NCCL_TRAMPOLINE_REAL_NCCL");
+    let version = expected_version("NCCL_TRAMPOLINE_REAL_NCCL_VERSION");
+    let cache = real.parent().unwrap();
+    let info = std::fs::read_dir(cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "dist-info"))
+        .unwrap_or_else(|| panic!("no *.dist-info beside {} (fetched by an older fetch-nccl.sh?)", real.display()));
+    let site = std::env::temp_dir().join(format!("nccl-trampoline-real-wheel-{}/site-packages", std::process::id()));
+    let _ = std::fs::remove_dir_all(&site);
+    let installed = site.join("nvidia/nccl/lib/libnccl.so.2");
+    std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&real, &installed).unwrap();
+    let info_copy = site.join(info.file_name().unwrap());
+    std::fs::create_dir_all(&info_copy).unwrap();
+    for f in ["METADATA", "RECORD"] {
+        std::fs::copy(info.join(f), info_copy.join(f)).unwrap();
+    }
+    let nccl = Nccl::load_from(&installed).unwrap();
+    assert_eq!(nccl.version(), version);
+    let wheel = nccl.python_wheel().expect("the real RECORD lists the file, with its size");
+    assert_eq!((wheel.name.as_str(), wheel.cuda_major), ("nvidia-nccl-cu12", Some(12)));
+    assert_eq!(wheel.version, version.to_string());
+    eprintln!("real wheel: {} at {}", wheel, installed.display());
+    // The same file, not installed by a wheel: nothing to name.
+    assert_eq!(nccl_trampoline::nccl::PythonWheel::owning(&real), None);
+    std::fs::remove_dir_all(site.parent().unwrap()).unwrap();
+}
+
+/// The real build for the other architecture (aarch64 on x86-64, x86_64 under qemu-aarch64):
+/// the loader says "No such file or directory"; the error says what the file is.
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn a_real_build_for_another_architecture_is_named() {
+    let foreign = lib("NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN");
+    let other = if cfg!(target_arch = "x86_64") { "aarch64" } else { "x86_64" };
+    let this = std::env::consts::ARCH;
+    let err = Nccl::load_from(&foreign).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot load {}: built for {other}, this program runs on {this}: use the {this} build",
+            foreign.display()
+        )
+    );
 }

@@ -9,12 +9,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::cuda::Driver;
 
+use crate::nccl::discovery::{self, Candidate, PythonWheel, Source, LIBRARY_ENV};
 use crate::nccl::types::NcclResult;
 use crate::{Abi, Aggregate, CallPlan, Error, Signature, Type};
-
-/// Environment variable naming the library to load, ahead of every other candidate but an
-/// explicit path.
-pub const LIBRARY_ENV: &str = "NCCL_TRAMPOLINE_LIBRARY";
 
 /// An NCCL version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -67,28 +64,13 @@ pub enum Flavor {
     Rccl,
 }
 
-/// Where a candidate library came from, in discovery order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    /// A path given by the caller.
-    Explicit,
-    /// The `NCCL_TRAMPOLINE_LIBRARY` environment variable.
-    Environment,
-    /// An NCCL or RCCL already mapped into this process.
-    AlreadyLoaded,
-    /// The active Python environment's `nvidia/nccl/lib/libnccl.so.2`.
-    PythonEnvironment,
-    /// The system loader's search, by soname.
-    System,
-}
-
-/// A library the loader may try.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    /// Where it came from.
-    pub source: Source,
-    /// A path, or a bare soname for the system loader.
-    pub path: PathBuf,
+impl fmt::Display for Flavor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Flavor::Nccl => "NCCL",
+            Flavor::Rccl => "RCCL",
+        })
+    }
 }
 
 /// What [`Nccl::discover`] found.
@@ -301,83 +283,85 @@ impl fmt::Debug for Nccl {
 }
 
 impl Nccl {
-    /// Loads the first candidate of the discovery order that loads:
-    /// `NCCL_TRAMPOLINE_LIBRARY`; an NCCL/RCCL already loaded in the process; the active Python
-    /// environment's `nvidia/nccl/lib/libnccl.so.2` (`VIRTUAL_ENV`, then `CONDA_PREFIX`);
-    /// the system loader with `libnccl.so.2`, `libnccl.so`, then `librccl.so.1`. On failure the
-    /// error lists every candidate and why it failed.
+    /// Loads NCCL from the discovery order (docs/adr/0011-discovery-for-what-users-have.md):
+    ///
+    /// 1. `NCCL_TRAMPOLINE_LIBRARY`, when set: that file or nothing. If it cannot be loaded
+    ///    the error says why ([`Error::LibraryLoad`]); no other candidate is tried.
+    /// 2. an NCCL or RCCL already loaded in the process;
+    /// 3. the active Python environment (`VIRTUAL_ENV`, `CONDA_PREFIX`, or the environment
+    ///    whose `python3` is first on `PATH`): the `nvidia-nccl-cu12`/`-cu13` wheel's
+    ///    `nvidia/nccl/lib/libnccl.so.2`, PyTorch's own `torch/lib`, conda's `lib/libnccl.so.2`;
+    /// 4. the system loader with `libnccl.so.2`, `libnccl.so`, then `librccl.so.1`;
+    /// 5. the user's site-packages (`~/.local/lib/python3.*/site-packages`);
+    /// 6. the system interpreter's site-packages and dist-packages under `/usr/local`, `/usr`.
+    ///
+    /// The first that loads is used. When none does, [`Error::LibraryNotFound`] lists every
+    /// candidate and why it failed.
     pub fn load() -> Result<Nccl, Error> {
-        Self::load_first(&Self::candidates())
+        Self::discover().result
     }
 
-    /// Loads the library at `path` (the explicit first step of the discovery order).
+    /// Loads exactly the library at `path` (a file, or a bare soname such as `libnccl.so.2`
+    /// for the system loader to find). Nothing else is tried: if it cannot be loaded, or is
+    /// not NCCL, the error is [`Error::LibraryLoad`] with the reason ("no such file", "built
+    /// for aarch64, this program runs on x86_64: ...", a missing dependency, ...).
     pub fn load_from(path: impl AsRef<Path>) -> Result<Nccl, Error> {
-        Self::load_first(&[Candidate { source: Source::Explicit, path: path.as_ref().to_path_buf() }])
+        Self::native_target()?;
+        let path = path.as_ref();
+        Self::open(&Candidate { source: Source::Explicit, path: path.to_path_buf() })
+            .map_err(|r| r.into_error(path, None))
     }
 
     /// The candidates of the discovery order, in order (without an explicit path). The first
-    /// that loads is chosen; the ones after it are shadowed.
+    /// that loads is chosen; the ones after it are shadowed. Only files that exist are listed,
+    /// and the system loader's names.
     pub fn candidates() -> Vec<Candidate> {
-        let mut out = Vec::new();
-        if let Some(p) = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty()) {
-            out.push(Candidate { source: Source::Environment, path: PathBuf::from(p) });
-        }
-        for p in already_loaded() {
-            out.push(Candidate { source: Source::AlreadyLoaded, path: p });
-        }
-        for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-            if let Some(prefix) = std::env::var_os(var).filter(|p| !p.is_empty()) {
-                for p in python_site_nccl(Path::new(&prefix)) {
-                    out.push(Candidate { source: Source::PythonEnvironment, path: p });
-                }
-            }
-        }
-        for soname in ["libnccl.so.2", "libnccl.so", "librccl.so.1"] {
-            out.push(Candidate { source: Source::System, path: PathBuf::from(soname) });
-        }
-        out
+        discovery::candidates()
     }
 
-    /// Runs the discovery order and reports what it found: the library loaded (or the error
-    /// listing every failure), the candidate chosen, and the candidates after it that it
-    /// shadows (files that exist, and the system loader's names, which are not probed).
+    /// Runs the discovery order and reports what it found: the library loaded (or the error),
+    /// the candidate chosen, and the candidates after it that it shadows.
     pub fn discover() -> Discovery {
+        let failed = |e| Discovery { result: Err(e), chosen: None, shadowed: Vec::new() };
+        if let Err(e) = Self::native_target() {
+            return failed(e);
+        }
         let candidates = Self::candidates();
-        let mut tried = Vec::new();
+        let mut tried: Vec<(String, String)> = Vec::new();
         for (i, c) in candidates.iter().enumerate() {
-            match Self::load_first(core::slice::from_ref(c)) {
+            match Self::open(c) {
                 Ok(nccl) => {
-                    let shadowed = candidates[i + 1..]
-                        .iter()
-                        .filter(|s| s.source == Source::System || s.path.is_file())
-                        .filter(|s| s.path != c.path)
-                        .cloned()
-                        .collect();
+                    let shadowed = candidates[i + 1..].iter().filter(|s| s.path != c.path).cloned().collect();
                     return Discovery { result: Ok(nccl), chosen: Some(c.clone()), shadowed };
                 }
-                Err(Error::LibraryNotFound { tried: t }) => tried.extend(t),
-                Err(e) => return Discovery { result: Err(e), chosen: None, shadowed: Vec::new() },
+                // An explicit request is never passed over for the next candidate.
+                Err(r) if c.source == Source::Environment => {
+                    return failed(r.into_error(&c.path, Some(LIBRARY_ENV)));
+                }
+                Err(Rejection::Unusable(reason)) => {
+                    let label = format!("({}): {reason}", c.source);
+                    match tried.last_mut() {
+                        // Candidates of one source that failed alike share an entry.
+                        Some((paths, last)) if *last == label => *paths = format!("{paths}, {}", c.path.display()),
+                        _ => tried.push((c.path.display().to_string(), label)),
+                    }
+                }
+                Err(Rejection::Failed(e)) => return failed(e),
             }
         }
-        Discovery { result: Err(Error::LibraryNotFound { tried }), chosen: None, shadowed: Vec::new() }
+        let tried = tried.into_iter().map(|(paths, label)| format!("{paths} {label}")).collect();
+        failed(Error::LibraryNotFound { tried })
     }
 
-    fn load_first(candidates: &[Candidate]) -> Result<Nccl, Error> {
-        if Abi::native().is_none() {
-            return Err(Error::UnsupportedTarget { target: crate::engine::TARGET });
+    fn native_target() -> Result<(), Error> {
+        match Abi::native() {
+            Some(_) => Ok(()),
+            None => Err(Error::UnsupportedTarget { target: crate::engine::TARGET }),
         }
-        let mut tried = Vec::new();
-        for c in candidates {
-            match Self::open(c) {
-                Ok(n) => return Ok(n),
-                Err(e) => tried.push(format!("{} ({:?}): {e}", c.path.display(), c.source)),
-            }
-        }
-        Err(Error::LibraryNotFound { tried })
     }
 
-    fn open(c: &Candidate) -> Result<Nccl, Error> {
-        let lib = open_pinned(&c.path).map_err(|e| Error::LibraryLoad { reason: e.to_string() })?;
+    fn open(c: &Candidate) -> Result<Nccl, Rejection> {
+        let lib = open_pinned(&c.path).map_err(|e| Rejection::Unusable(crate::loader::failure(&c.path, &e)))?;
         let mut entries = Vec::with_capacity(SYMBOL_COUNT);
         let flavor = if c.path.to_string_lossy().contains("rccl") { Flavor::Rccl } else { Flavor::Nccl };
         for info in SYMBOLS {
@@ -396,6 +380,9 @@ impl Nccl {
             };
             entries.push(entry);
         }
+        if entries[Sym::GetVersion as usize].is_none() {
+            return Err(Rejection::Unusable("it exports no ncclGetVersion: not an NCCL library".to_string()));
+        }
         let path = resolved_path(&c.path, &entries).unwrap_or_else(|| c.path.clone());
         let mut library =
             Library { entries, path, version: Version::new(0, 0, 0), flavor, cuda: OnceLock::new(), _lib: lib };
@@ -403,10 +390,10 @@ impl Nccl {
         let r = library.raw(Sym::GetVersion, &[crate::arg(&(&mut code as *mut i32))])?;
         if !r.is_success() {
             let nccl = Nccl { lib: Arc::new(library) };
-            return Err(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()));
+            return Err(Rejection::Unusable(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()).to_string()));
         }
         library.version = Version::from_code(code)
-            .ok_or_else(|| Error::LibraryLoad { reason: format!("ncclGetVersion gave {code}") })?;
+            .ok_or_else(|| Rejection::Unusable(format!("ncclGetVersion returned {code}, which is no NCCL version")))?;
         Ok(Nccl { lib: Arc::new(library) })
     }
 
@@ -423,6 +410,12 @@ impl Nccl {
     /// NCCL or RCCL.
     pub fn flavor(&self) -> Flavor {
         self.lib.flavor
+    }
+
+    /// The pip wheel this library was installed by (`nvidia-nccl-cu12 2.28.9`, built for CUDA
+    /// 12), read from the `*.dist-info` next to it; `None` for a library no wheel installed.
+    pub fn python_wheel(&self) -> Option<PythonWheel> {
+        PythonWheel::owning(self.path())
     }
 
     /// The CUDA driver, loaded on first use ([`Driver::load`]: `NCCL_TRAMPOLINE_CUDA_DRIVER`,
@@ -549,6 +542,31 @@ impl Library {
     }
 }
 
+/// Why a candidate was not used.
+enum Rejection {
+    /// The library cannot be loaded or is not NCCL: the reason, in a few words.
+    Unusable(String),
+    /// Something else failed (no plan for a prototype).
+    Failed(Error),
+}
+
+impl From<Error> for Rejection {
+    fn from(e: Error) -> Self {
+        Rejection::Failed(e)
+    }
+}
+
+impl Rejection {
+    /// The error for a library the caller named (`variable`: the environment variable that
+    /// named it).
+    fn into_error(self, path: &Path, variable: Option<&'static str>) -> Error {
+        match self {
+            Rejection::Unusable(reason) => Error::LibraryLoad { path: path.display().to_string(), variable, reason },
+            Rejection::Failed(e) => e,
+        }
+    }
+}
+
 /// Opens a library that is never unmapped: NCCL starts threads (the bootstrap listener of
 /// `ncclGetUniqueId`, proxies) and keeps process-wide state, so unloading it while they run
 /// crashes the process. `RTLD_NODELETE` keeps the code mapped after the last handle drops.
@@ -575,39 +593,6 @@ fn c_string(p: *const core::ffi::c_char) -> Option<String> {
     }
     // SAFETY: NCCL returns NUL-terminated static (or thread-local) strings.
     Some(unsafe { CStr::from_ptr(p.cast()) }.to_string_lossy().into_owned())
-}
-
-/// NCCL or RCCL objects already mapped into this process (from `/proc/self/maps`).
-fn already_loaded() -> Vec<PathBuf> {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
-    let mut out: Vec<PathBuf> = Vec::new();
-    for line in maps.lines() {
-        let Some(path) = line.split_whitespace().nth(5) else { continue };
-        let file = Path::new(path).file_name().and_then(|f| f.to_str()).unwrap_or("");
-        if (file.starts_with("libnccl.so") || file.starts_with("librccl.so"))
-            && !out.iter().any(|p| p == Path::new(path))
-        {
-            out.push(PathBuf::from(path));
-        }
-    }
-    out
-}
-
-/// `<prefix>/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2`.
-fn python_site_nccl(prefix: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(dirs) = std::fs::read_dir(prefix.join("lib")) else { return out };
-    let mut dirs: Vec<PathBuf> = dirs.filter_map(|d| d.ok().map(|d| d.path())).collect();
-    dirs.sort();
-    for d in dirs {
-        if d.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with("python")) {
-            let p = d.join("site-packages/nvidia/nccl/lib/libnccl.so.2");
-            if p.is_file() {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 /// For a bare soname, the file the loader actually mapped (so `path()` names a real file).

@@ -26,6 +26,7 @@ mod config;
 mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
+mod discovery;
 mod group;
 mod library;
 mod memory;
@@ -37,8 +38,9 @@ pub use collectives::{DeviceBuffer, DeviceBufferMut, Stream};
 pub use communicator::{AbortHandle, Cause, CommState, Communicator, Timeouts};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use create::{CommOptions, Pending, ShrinkMode};
+pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
 pub use group::{Group, GroupScope};
-pub use library::{Candidate, Discovery, Flavor, Nccl, Source, Version, LIBRARY_ENV};
+pub use library::{Discovery, Flavor, Nccl, Version};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
 pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};

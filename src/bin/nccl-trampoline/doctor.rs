@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use nccl_trampoline::nccl::{Candidate, Nccl, Source};
+use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
+use nccl_trampoline::Error;
 
 use crate::cuda;
 
@@ -31,8 +32,12 @@ pub fn probe(library: &Path) -> Result<bool, String> {
     match Nccl::load_from(library) {
         Ok(n) => {
             let missing: Vec<String> = n.missing_symbols().iter().map(|(s, v)| format!("{s}@{v}")).collect();
-            println!("ok\t{}\t{:?}\t{}\t{}", n.version(), n.flavor(), n.path().display(), missing.join(","));
+            println!("ok\t{}\t{}\t{}\t{}", n.version(), n.flavor(), n.path().display(), missing.join(","));
             Ok(true)
+        }
+        Err(Error::LibraryLoad { reason, .. }) => {
+            println!("error\t{}", one_line(&reason));
+            Ok(false)
         }
         Err(e) => {
             println!("error\t{}", one_line(&e.to_string()));
@@ -64,20 +69,15 @@ fn probe_in_child(library: &Path) -> Result<Probe, String> {
             path: path.to_string(),
             missing: missing.split(',').filter(|s| !s.is_empty()).map(String::from).collect(),
         }),
-        ["error", reason] if reason.contains("No such file or directory") => Err("not found".to_string()),
         ["error", reason] => Err(reason.to_string()),
         _ => Err(format!("the probe died ({}): {}", out.status, one_line(String::from_utf8_lossy(&out.stderr).trim()))),
     }
 }
 
-fn source_name(s: Source) -> &'static str {
-    match s {
-        Source::Explicit => "explicit",
-        Source::Environment => "NCCL_TRAMPOLINE_LIBRARY",
-        Source::AlreadyLoaded => "already loaded",
-        Source::PythonEnvironment => "python env",
-        Source::System => "system loader",
-    }
+/// What the wheel that installed `path` says about it: " (the nvidia-nccl-cu12 2.28.9 wheel,
+/// built for CUDA 12)", or nothing.
+fn wheel_note(path: &str) -> String {
+    PythonWheel::owning(Path::new(path)).map(|w| format!(" ({w})")).unwrap_or_default()
 }
 
 pub fn run(_args: &Args) -> Result<bool, String> {
@@ -86,34 +86,39 @@ pub fn run(_args: &Args) -> Result<bool, String> {
     let candidates = Nccl::candidates();
     println!("NCCL candidates, in discovery order (the first that loads is used):");
     let mut chosen: Option<(Candidate, Probe)> = None;
+    // NCCL_TRAMPOLINE_LIBRARY that fails to load: Nccl::load fails with it, tries nothing else.
+    let mut refused: Option<(Candidate, String)> = None;
     let mut resolved = BTreeSet::new();
     for (i, c) in candidates.iter().enumerate() {
         let result = probe_in_child(&c.path);
         let status = match (&result, &chosen) {
+            _ if refused.is_some() => "not tried",
             (Ok(_), None) => "LOADS",
             (Ok(p), Some((_, q))) if p.path == q.path => "same file",
             (Ok(_), Some(_)) => "shadowed",
             (Err(_), _) => "fails",
         };
+        let source = c.source.to_string();
         match &result {
             Ok(p) => {
+                // The file the loader mapped, where the candidate is a soname or a link.
+                let at = if Path::new(&p.path) == c.path { String::new() } else { format!(" at {}", p.path) };
                 println!(
-                    "  {}. [{status:>9}] {:<23} {}  ->  {} {} at {}",
+                    "  {}. [{status:>9}] {source:<23} {}  ->  {} {}{at}{}",
                     i + 1,
-                    source_name(c.source),
                     c.path.display(),
-                    p.flavor.to_uppercase(),
+                    p.flavor,
                     p.version,
-                    p.path
+                    wheel_note(&p.path)
                 );
                 resolved.insert(canonical(&p.path));
             }
-            Err(e) => {
-                println!("  {}. [{status:>9}] {:<23} {}  ->  {e}", i + 1, source_name(c.source), c.path.display())
-            }
+            Err(e) => println!("  {}. [{status:>9}] {source:<23} {}  ->  {e}", i + 1, c.path.display()),
         }
-        if let (Ok(p), None) = (result, &chosen) {
-            chosen = Some((c.clone(), p));
+        match result {
+            Err(e) if c.source == Source::Environment => refused = Some((c.clone(), e)),
+            Ok(p) if chosen.is_none() && refused.is_none() => chosen = Some((c.clone(), p)),
+            _ => {}
         }
     }
     let others: Vec<PathBuf> =
@@ -124,15 +129,20 @@ pub fn run(_args: &Args) -> Result<bool, String> {
         );
         for p in others {
             match probe_in_child(&p) {
-                Ok(q) => println!("     {}  ->  {} {}", p.display(), q.flavor.to_uppercase(), q.version),
+                Ok(q) => println!("     {}  ->  {} {}{}", p.display(), q.flavor, q.version, wheel_note(&q.path)),
                 Err(e) => println!("     {}  ->  {e}", p.display()),
             }
         }
     }
     println!();
-    match &chosen {
-        Some((c, p)) => {
-            println!("Loaded: {} {} from {} ({})", p.flavor.to_uppercase(), p.version, p.path, source_name(c.source));
+    match (&chosen, &refused) {
+        (_, Some((c, reason))) => println!(
+            "Loaded: nothing; {LIBRARY_ENV}={} cannot be loaded: {reason} (fix {LIBRARY_ENV}, or unset it to search the usual places)",
+            c.path.display()
+        ),
+        (Some((c, p)), None) => {
+            let wheel = PythonWheel::owning(Path::new(&p.path)).map(|w| format!("; {w}")).unwrap_or_default();
+            println!("Loaded: {} {} from {} ({}{wheel})", p.flavor, p.version, p.path, c.source);
             if p.missing.is_empty() {
                 println!("  every symbol the facade knows is present");
             } else {
@@ -143,7 +153,9 @@ pub fn run(_args: &Args) -> Result<bool, String> {
                 }
             }
         }
-        None => println!("Loaded: nothing; no candidate loads (the call core still works: `nccl-trampoline selftest`)"),
+        (None, None) => println!(
+            "Loaded: nothing; no candidate loads. Install NCCL (`pip install nvidia-nccl-cu12`, or -cu13 for CUDA 13) or set {LIBRARY_ENV} to its path; the call core works without it (`nccl-trampoline selftest`)"
+        ),
     }
     println!();
     print_environment();
@@ -202,11 +214,24 @@ fn libraries_on_disk() -> Vec<PathBuf> {
 }
 
 fn print_environment() {
+    let under_cargo = CargoRun::detect();
     let mut vars: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| {
             k.starts_with("NCCL_")
                 || k.starts_with("RCCL_")
-                || ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX"].contains(&k.as_str())
+                || [
+                    "CUDA_VISIBLE_DEVICES",
+                    "LD_LIBRARY_PATH",
+                    "VIRTUAL_ENV",
+                    "CONDA_PREFIX",
+                    "PYTHONUSERBASE",
+                    nccl_trampoline::cuda::DRIVER_ENV,
+                ]
+                .contains(&k.as_str())
+        })
+        .filter_map(|(k, v)| match &under_cargo {
+            Some(cargo) => cargo.users_part(&k, &v).map(|v| (k, v)),
+            None => Some((k, v)),
         })
         .collect();
     vars.sort();
@@ -216,6 +241,52 @@ fn print_environment() {
     }
     for (k, v) in vars {
         println!("  {k}={v}");
+    }
+    if under_cargo.is_some() {
+        println!("  (run by cargo: the variables and LD_LIBRARY_PATH entries cargo adds for itself are left out)");
+    }
+}
+
+/// What `cargo run` adds to the environment of the program it runs: its own variables, the
+/// build script's `NCCL_TRAMPOLINE_*` compile-time values, and `LD_LIBRARY_PATH` entries in
+/// the target folder and the toolchain.
+struct CargoRun {
+    /// Folders whose entries in `LD_LIBRARY_PATH` are cargo's: the target folder and the
+    /// toolchain's sysroot.
+    own_dirs: Vec<PathBuf>,
+}
+
+impl CargoRun {
+    /// `Some` when this process was started by `cargo run` for this package.
+    fn detect() -> Option<CargoRun> {
+        if std::env::var("CARGO_PKG_NAME").ok()? != env!("CARGO_PKG_NAME") {
+            return None;
+        }
+        let cargo = PathBuf::from(std::env::var_os("CARGO")?);
+        let mut own_dirs: Vec<PathBuf> =
+            cargo.parent().and_then(Path::parent).map(Path::to_path_buf).into_iter().collect();
+        if let Ok(exe) = std::env::current_exe() {
+            // target/<profile>/nccl-trampoline, or target/<triple>/<profile>/...: the folder
+            // named by CARGO_TARGET_DIR is not told to the program, so take the profile's parent.
+            own_dirs.extend(exe.parent().and_then(Path::parent).map(Path::to_path_buf));
+        }
+        Some(CargoRun { own_dirs })
+    }
+
+    /// The user's part of variable `key`, or `None` when it is all cargo's.
+    fn users_part(&self, key: &str, value: &str) -> Option<String> {
+        const READ_AT_RUN_TIME: [&str; 2] = [LIBRARY_ENV, nccl_trampoline::cuda::DRIVER_ENV];
+        if key.starts_with("NCCL_TRAMPOLINE_") && !READ_AT_RUN_TIME.contains(&key) {
+            return None;
+        }
+        if key != "LD_LIBRARY_PATH" {
+            return Some(value.to_string());
+        }
+        let kept: Vec<&str> = value
+            .split(':')
+            .filter(|entry| !entry.is_empty() && !self.own_dirs.iter().any(|d| Path::new(entry).starts_with(d)))
+            .collect();
+        (!kept.is_empty()).then(|| kept.join(":"))
     }
 }
 
@@ -294,7 +365,7 @@ fn print_gpus() {
     let driver = match cuda::Driver::load() {
         Ok(d) => d,
         Err(e) => {
-            println!("  no CUDA driver ({e})");
+            println!("  none: {e}");
             return;
         }
     };

@@ -33,6 +33,7 @@ pub struct Args {
 struct Report {
     passed: usize,
     failed: usize,
+    skipped: usize,
 }
 
 impl Report {
@@ -51,7 +52,8 @@ impl Report {
             self.fail(what)
         }
     }
-    fn skip(what: &str) {
+    fn skip(&mut self, what: &str) {
+        self.skipped += 1;
         println!("  skip  {what}");
     }
 }
@@ -126,15 +128,15 @@ pub fn run(args: &Args) -> Result<bool, String> {
     match (&nccl, args.no_gpu) {
         (_, true) => {
             println!("\n[3/3] all-reduce across local GPUs");
-            Report::skip("--no-gpu");
+            report.skip("--no-gpu");
         }
         (Some(n), false) => gpus(n, args.count as usize, &mut report),
         (None, false) => {
             println!("\n[3/3] all-reduce across local GPUs");
-            Report::skip("no NCCL library");
+            report.skip("no NCCL library");
         }
     }
-    println!("\n{} passed, {} failed", report.passed, report.failed);
+    println!("\n{} passed, {} failed, {} skipped", report.passed, report.failed, report.skipped);
     Ok(report.failed == 0)
 }
 
@@ -145,7 +147,7 @@ fn call_core(report: &mut Report) {
         report.fail("this target has no trampoline");
         return;
     };
-    println!("  ABI {abi:?}");
+    println!("  ABI {}", abi.name());
     let oracle = BuiltInOracle::new();
     let functions = oracle::selftest_functions();
     let expected = oracle::fingerprint(&functions);
@@ -219,10 +221,10 @@ fn library(args: &Args, report: &mut Report) -> Option<Nccl> {
     };
     let nccl = match loaded {
         Ok(n) => n,
-        Err(Error::LibraryNotFound { tried }) if args.library.is_none() => {
-            Report::skip(&format!(
+        Err(Error::LibraryNotFound { .. }) if args.library.is_none() => {
+            report.skip(&format!(
                 "no NCCL found ({} candidates tried; `nccl-trampoline doctor` lists them)",
-                tried.len()
+                Nccl::candidates().len()
             ));
             return None;
         }
@@ -232,7 +234,15 @@ fn library(args: &Args, report: &mut Report) -> Option<Nccl> {
         }
     };
     let v = nccl.version();
-    report.check(v.major >= 2, &format!("ncclGetVersion: {:?} {v} at {}", nccl.flavor(), nccl.path().display()));
+    report.check(
+        v.major >= 2,
+        &format!(
+            "ncclGetVersion: {} {v} at {}{}",
+            nccl.flavor(),
+            nccl.path().display(),
+            nccl.python_wheel().map(|w| format!(" ({w})")).unwrap_or_default()
+        ),
+    );
     let names: Vec<String> =
         (0..=8).map(|c| nccl.error_string(NcclResult(c)).unwrap_or_default()).filter(|s| !s.is_empty()).collect();
     report.check(names.len() == 9, &format!("ncclGetErrorString for the 9 result codes ({} texts)", names.len()));
@@ -268,10 +278,10 @@ fn gpus(nccl: &Nccl, count: usize, report: &mut Report) {
     println!("\n[3/3] all-reduce across local GPUs");
     let driver = match Driver::load() {
         Ok(d) => d,
-        Err(e) => return Report::skip(&format!("no CUDA driver ({e})")),
+        Err(e) => return report.skip(&format!("no CUDA driver ({e})")),
     };
     let n = match driver.device_count() {
-        Ok(0) | Err(_) => return Report::skip("no visible GPU"),
+        Ok(0) | Err(_) => return report.skip("no visible GPU"),
         Ok(n) => n,
     };
     match all_reduce_on_all(nccl, &driver, n, count) {

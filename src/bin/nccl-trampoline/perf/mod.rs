@@ -433,8 +433,10 @@ fn load(args: &Args) -> Result<Nccl, String> {
 /// checks that `nranks` GPUs are visible (`option` names the option that asked for them).
 fn prepare(args: &Args, nranks: usize, option: &str) -> Result<(Plan, Nccl, Driver), String> {
     let plan = Plan::new(args, nranks).unwrap_or_else(|e| crate::usage_error(&e));
+    let driver = Driver::load().map_err(|e| {
+        format!("perf needs GPUs: {e} (`nccl-trampoline selftest` checks the core and NCCL without one)")
+    })?;
     let nccl = load(args)?;
-    let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
     let visible = driver.device_count().map_err(|e| e.to_string())? as usize;
     if visible < nranks {
         return Err(format!("{option} {nranks}: only {visible} GPUs are visible"));
@@ -528,7 +530,7 @@ impl<'a> Output<'a> {
                 args.check,
                 args.blocking
             );
-            println!("# {:?} {} at {}", nccl.flavor(), nccl.version(), nccl.path().display());
+            println!("# {} {} at {}", nccl.flavor(), nccl.version(), nccl.path().display());
             println!("#\n# Using devices");
             for d in devices {
                 println!(
