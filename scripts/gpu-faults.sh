@@ -12,7 +12,9 @@
 #   (e) NCCL_COMM_BLOCKING=0 in the environment: the GPU tests, the examples and survive;
 #   and the watchdog's cost per operation: perf -C 1 at small sizes, with and without it.
 # NCCL: $NCCL_TRAMPOLINE_LIBRARY, else the Python environment's wheel. NVLink multicast stays
-# off. Exit status: non-zero if any run failed.
+# off. ONLY (an extended regular expression) runs only the cases whose names match it, e.g.
+# ONLY='overhead|event' for the cost alone; ROUNDS (default 3) sets the overhead's rounds.
+# Exit status: non-zero if any run failed.
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -26,6 +28,7 @@ bin=.device-bin
 failed=0
 run() { # name limit command...
     local name=$1 limit=$2; shift 2
+    [[ $name =~ ${ONLY:-.} ]] || return 0
     local start=$SECONDS
     if timeout "$limit" "$@" >"$out/$name.log" 2>&1; then
         echo "pass  $name ($((SECONDS - start)) s)"
@@ -47,7 +50,7 @@ NCCL_COMM_BLOCKING=0 run e-env-cudarc-streams 120 $bin/cudarc_streams
 NCCL_COMM_BLOCKING=0 run e-env-survive 180 $bin/survive --ranks 2 --kill 1 --at 3 --count 16777216 --timeout 5
 # The watchdog's cost: host time of the enqueue loop at small sizes, alternating without and
 # with it, three rounds each.
-for round in 1 2 3; do
+for round in $(seq "${ROUNDS:-3}"); do
     for mode in plain watchdog; do
         extra=(); [ $mode = watchdog ] && extra=(--watchdog 60)
         run "overhead-$mode-$round" 120 $bin/nccl-trampoline perf all_reduce -b 8 -e 64K -f 4 --procs 2 -n 500 -w 50 -C 1 -c 0 --json "${extra[@]}"
