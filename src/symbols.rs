@@ -3,7 +3,7 @@
 //! [`c_functions!`](crate::c_functions) turns one line per function — method name, C symbol,
 //! argument names and Rust types, return type — into a struct holding every function bound
 //! once ([`TypedFn`]), and a typed `unsafe` wrapper per function. The call plan is built from
-//! the same Rust types the wrapper takes (their [`CArg`] and [`CRet`] C types), and the binding
+//! the same Rust types the wrapper takes (their [`CArg`](crate::CArg) and [`CRet`] C types), and the binding
 //! is checked against it, so a wrapper cannot disagree with its plan. Missing symbols resolve
 //! to `None` and fail only when called. The NCCL facade's table (`nccl::functions`) is built on
 //! the same [`Entry`].
@@ -34,7 +34,11 @@ impl Entry {
 
     /// Resolves `symbol` in `lib` with the prototype `signature`; `None` if the library does
     /// not export it. Errors only if the prototype cannot be planned on this target.
-    pub fn resolve_signature(lib: &libloading::Library, symbol: &str, signature: &Signature) -> Result<Option<Self>, Error> {
+    pub fn resolve_signature(
+        lib: &libloading::Library,
+        symbol: &str,
+        signature: &Signature,
+    ) -> Result<Option<Self>, Error> {
         let mut name = Vec::with_capacity(symbol.len() + 1);
         name.extend_from_slice(symbol.as_bytes());
         name.push(0);
