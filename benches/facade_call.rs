@@ -10,7 +10,9 @@
 //! - `<bench binary> count VARIANT ITERATIONS` (VARIANT: `direct`, `all_reduce`, `group_p2p`):
 //!   exactly ITERATIONS calls, for callgrind: `(Ir(2N) - Ir(N)) / N` is one call (docs/perf.md).
 //!
-//! The no-op library is compiled with `cc` (or `$CC`) into Cargo's target temporary folder.
+//! The no-op library is compiled with `cc` (or `$CC`) from `benches/c/noop_nccl.c` (under the
+//! current folder, else the crate's) into Cargo's target temporary folder, or the system's
+//! temporary folder where that is missing (a binary copied to another machine).
 
 use core::ffi::c_void;
 use std::hint::black_box;
@@ -27,9 +29,13 @@ const CALLS: usize = 200_000;
 
 /// Builds benches/c/noop_nccl.c as `libnccl.so.2` and returns its path.
 fn build_noop() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("noop-nccl-{}", std::env::consts::ARCH));
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let tmp = if tmp.is_dir() { tmp } else { std::env::temp_dir() };
+    let dir = tmp.join(format!("noop-nccl-{}-{}", std::env::consts::ARCH, std::process::id()));
     std::fs::create_dir_all(&dir).expect("create the no-op library's folder");
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/c/noop_nccl.c");
+    let here = PathBuf::from("benches/c/noop_nccl.c");
+    let src =
+        if here.is_file() { here } else { PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/c/noop_nccl.c") };
     let lib = dir.join("libnccl.so.2");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let out = Command::new(&cc)
@@ -106,8 +112,10 @@ impl Bench {
         }
         .expect("ncclSend");
         // SAFETY: as above.
-        unsafe { self.comm.recv_raw(black_box(0x2000 as *mut c_void), 1024, DataType::FLOAT32, 0, core::ptr::null_mut()) }
-            .expect("ncclRecv");
+        unsafe {
+            self.comm.recv_raw(black_box(0x2000 as *mut c_void), 1024, DataType::FLOAT32, 0, core::ptr::null_mut())
+        }
+        .expect("ncclRecv");
         group.end().expect("ncclGroupEnd");
     }
 
