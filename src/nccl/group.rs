@@ -126,10 +126,7 @@ impl Nccl {
     /// `ncclGroupStart`: collectives until [`Group::end`] are fused.
     pub fn group(&self) -> Result<Group<'_>, Error> {
         // SAFETY: `ncclGroupStart(void)`: no arguments, any thread.
-        let r = unsafe { self.functions().group_start.call(self, ()) }?;
-        if !r.is_success() {
-            return Err(self.failure(Sym::GroupStart, r, ptr::null_mut()));
-        }
+        unsafe { self.check(&self.functions().group_start, (), ptr::null_mut()) }?;
         GROUPS.with(|g| g.borrow_mut().depth += 1);
         Ok(Group { nccl: self, open: true, _per_thread: PhantomData })
     }

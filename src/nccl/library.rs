@@ -225,9 +225,6 @@ impl Nccl {
             // The plan is built from the symbol's declared prototype (nccl::functions).
             entries.push(Entry::resolve_signature(&lib, name, &(info.signature)()?)?);
         }
-        if entries[Sym::GetVersion as usize].is_none() {
-            return Err(Rejection::Unusable("it exports no ncclGetVersion: not an NCCL library".to_string()));
-        }
         // SAFETY: each plan is its symbol's prototype; `Library` keeps `lib` loaded (and it is
         // opened with RTLD_NODELETE) for as long as the bindings live.
         let functions = unsafe { Functions::bind(&entries) }?;
@@ -242,8 +239,10 @@ impl Nccl {
             _lib: lib,
         };
         let mut code = 0i32;
-        // SAFETY: `ncclGetVersion(int *)` with a valid `int *`; present (checked above).
-        let r = unsafe { library.functions.get_version.call_if_bound((&mut code,)) }.unwrap_or(NcclResult(-1));
+        // SAFETY: `ncclGetVersion(int *)` with a valid `int *`.
+        let Some(r) = (unsafe { library.functions.get_version.call_if_bound((&mut code,)) }) else {
+            return Err(Rejection::Unusable("it exports no ncclGetVersion: not an NCCL library".to_string()));
+        };
         if !r.is_success() {
             let nccl = Nccl { lib: Arc::new(library) };
             return Err(Rejection::Unusable(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()).to_string()));
