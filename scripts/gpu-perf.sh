@@ -73,6 +73,8 @@ if stage enqueue; then
     done
     # The call core's own cost on this CPU (benches/call_overhead.rs), if it was staged.
     [ -x "$bin/call_overhead" ] && run call-overhead.txt "${pin2[@]}" "$bin/call_overhead" --bench --warm-up-time 1 --measurement-time 3 'call/'
+    # The facade's own cost per call into a no-op NCCL (benches/facade_call.rs), if staged.
+    [ -x "$bin/facade_call" ] && run facade-call.txt "${pin2[@]}" "$bin/facade_call"
 fi
 if stage extras; then
     # The table as nccl-tests prints it (checked), the host-enqueue mode, one process per GPU,

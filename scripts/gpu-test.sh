@@ -31,5 +31,6 @@ cp target/release/nccl-trampoline target/release/examples/cudarc_allreduce_perf 
 benches=$(cargo bench --no-run --message-format=json 2>/dev/null)
 cp "$(executable call_overhead <<<"$benches")" .device-bin/call_overhead
 cp "$(executable event_record <<<"$benches")" .device-bin/event_record
+cp "$(executable facade_call <<<"$benches")" .device-bin/facade_call
 strip .device-bin/*
 ls -l .device-bin/

@@ -172,7 +172,7 @@ if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; 
     # (plan::tests::plan_for_a_foreign_abi_cannot_be_called reads the assembly's code table
     # since plans compile to programs: Miri cannot run it.)
     cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: nccl::config nccl::types \
-        nccl::library::tests::both symbols:: nccl::bounded plan::tests::limits loader:: \
+        nccl::library::tests::both nccl::functions::tests::every_declaration_matches symbols:: nccl::bounded plan::tests::limits loader:: \
         nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines
 else
     step "SKIP AddressSanitizer and Miri: the $NIGHTLY toolchain could not be installed"

@@ -1,50 +1,17 @@
 //! Tables of C functions resolved from a library at run time, declared once each.
 //!
 //! [`c_functions!`](crate::c_functions) turns one line per function — method name, C symbol,
-//! argument names and Rust types, return type — into a struct holding every function's address
-//! and call plan, and a typed `unsafe` wrapper per function. The plan is built from the same
-//! Rust types the wrapper takes (through [`CType`]), so a wrapper cannot disagree with its plan.
-//! Missing symbols resolve to `None` and fail only when called.
+//! argument names and Rust types, return type — into a struct holding every function bound
+//! once ([`TypedFn`]), and a typed `unsafe` wrapper per function. The call plan is built from
+//! the same Rust types the wrapper takes (their [`CArg`](crate::CArg) and [`CRet`] C types), and the binding
+//! is checked against it, so a wrapper cannot disagree with its plan. Missing symbols resolve
+//! to `None` and fail only when called. The NCCL facade's table (`nccl::functions`) is built on
+//! the same [`Entry`].
 
 use core::ffi::c_void;
 use core::mem::MaybeUninit;
 
-use crate::{CallPlan, Error, Signature, Type};
-
-/// A Rust type passed to or returned from C as one C scalar.
-///
-/// # Safety
-///
-/// `c_type()` must describe `Self` exactly: its size, and how the C ABI classifies it.
-pub unsafe trait CType: Copy {
-    /// The C type.
-    fn c_type() -> Type;
-}
-
-macro_rules! c_scalars {
-    ($($t:ty => $c:ident),* $(,)?) => {$(
-        // SAFETY: the C type has this Rust type's size and ABI class.
-        unsafe impl CType for $t { fn c_type() -> Type { Type::$c } }
-    )*};
-}
-c_scalars!(i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I32, u32 => U32, i64 => I64, u64 => U64,
-           f32 => F32, f64 => F64);
-// LP64: `size_t`, `ssize_t` and `long` are 64 bits on every target with a trampoline.
-#[cfg(target_pointer_width = "64")]
-c_scalars!(usize => U64, isize => I64);
-
-// SAFETY: every data pointer is one C pointer.
-unsafe impl<T> CType for *const T {
-    fn c_type() -> Type {
-        Type::Pointer
-    }
-}
-// SAFETY: as above.
-unsafe impl<T> CType for *mut T {
-    fn c_type() -> Type {
-        Type::Pointer
-    }
-}
+use crate::{CArgs, CRet, CallPlan, Error, Signature, Type, TypedFn};
 
 /// One resolved function: its address and the plan of its prototype.
 #[derive(Debug)]
@@ -62,6 +29,16 @@ impl Entry {
     /// Resolves `symbol` in `lib` with the prototype `args -> ret`; `None` if the library does
     /// not export it. Errors only if the prototype cannot be planned on this target.
     pub fn resolve(lib: &libloading::Library, symbol: &str, args: Vec<Type>, ret: Type) -> Result<Option<Self>, Error> {
+        Self::resolve_signature(lib, symbol, &Signature::new(args, Some(ret))?)
+    }
+
+    /// Resolves `symbol` in `lib` with the prototype `signature`; `None` if the library does
+    /// not export it. Errors only if the prototype cannot be planned on this target.
+    pub fn resolve_signature(
+        lib: &libloading::Library,
+        symbol: &str,
+        signature: &Signature,
+    ) -> Result<Option<Self>, Error> {
         let mut name = Vec::with_capacity(symbol.len() + 1);
         name.extend_from_slice(symbol.as_bytes());
         name.push(0);
@@ -70,8 +47,14 @@ impl Entry {
             Ok(f) if !f.is_null() => *f,
             _ => return Ok(None),
         };
-        let plan = CallPlan::new(&Signature::new(args, Some(ret))?)?;
+        let plan = CallPlan::new(signature)?;
         Ok(Some(Entry { func, plan }))
+    }
+
+    /// An entry for a function address already known, with its plan.
+    #[cfg(test)]
+    pub(crate) fn from_parts(func: *const c_void, plan: CallPlan) -> Self {
+        Entry { func, plan }
     }
 
     /// Calls the function with `args` (pointers to values of the prototype's argument types).
@@ -80,7 +63,7 @@ impl Entry {
     ///
     /// `args` must point to values of the planned argument types, `R` must be the planned
     /// return type, and the function's own contract must hold for these values.
-    pub unsafe fn call<R: CType>(&self, args: &[*const c_void]) -> Result<R, Error> {
+    pub unsafe fn call<R: CRet>(&self, args: &[*const c_void]) -> Result<R, Error> {
         let mut out = MaybeUninit::<R>::uninit();
         // SAFETY: the caller's contract; `out` has the return type's size and alignment.
         unsafe {
@@ -89,10 +72,32 @@ impl Entry {
         }
     }
 
+    /// The function bound to the Rust types `A -> R`, checked once against the plan
+    /// ([`CallPlan::bind`]).
+    ///
+    /// # Safety
+    ///
+    /// The plan must be the function's prototype (as [`resolve`](Self::resolve) was told), and
+    /// the library must stay loaded while the binding is used.
+    pub unsafe fn bind<A: CArgs, R: CRet>(&self) -> Result<TypedFn<A, R>, Error> {
+        // SAFETY: the plan is the function's prototype (caller).
+        unsafe { self.plan.bind(self.func) }
+    }
+
     /// The function's address.
     pub fn address(&self) -> *const c_void {
         self.func
     }
+
+    /// The function's call plan.
+    pub fn plan(&self) -> &CallPlan {
+        &self.plan
+    }
+}
+
+/// The signature of a C function taking the C types of `A` and returning `R`'s.
+pub fn signature<A: CArgs, R: CRet>() -> Result<Signature, Error> {
+    Signature::new(A::types(), R::c_type())
 }
 
 /// Declares a table of C functions resolved at run time: one line per function.
@@ -108,9 +113,10 @@ impl Entry {
 /// ```
 ///
 /// generates `DriverFns::resolve(&lib) -> Result<DriverFns, Error>`, `DriverFns::SYMBOLS`, a
-/// `missing()` list, and `unsafe fn init(&self, flags: u32) -> Result<i32, Error>` whose plan
-/// comes from the same `u32 -> i32`. Calling a function the library lacks returns
-/// [`Error::SymbolMissing`](crate::Error::SymbolMissing).
+/// `missing()` list, and `unsafe fn init(&self, flags: u32) -> Result<i32, Error>` that calls a
+/// [`TypedFn`]`<(u32,), i32>` bound when the table is resolved, to a plan made from the same
+/// `u32 -> i32`. Calling a function the library lacks returns
+/// [`Error::SymbolMissing`](crate::Error::SymbolMissing). The table must not outlive `lib`.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! c_functions {
@@ -122,7 +128,7 @@ macro_rules! c_functions {
     ) => {
         $(#[$meta])*
         $vis struct $table {
-            $( $method: Option<$crate::symbols::Entry>, )*
+            $( $method: Option<$crate::TypedFn<($($ty,)*), $ret>>, )*
         }
 
         #[allow(dead_code)]
@@ -133,12 +139,15 @@ macro_rules! c_functions {
             /// Resolves every function of the table in `lib` (a missing one is `None`).
             pub fn resolve(lib: &libloading::Library) -> Result<Self, $crate::Error> {
                 Ok(Self { $(
-                    $method: $crate::symbols::Entry::resolve(
+                    $method: match $crate::symbols::Entry::resolve_signature(
                         lib,
                         $symbol,
-                        vec![$(<$ty as $crate::symbols::CType>::c_type()),*],
-                        <$ret as $crate::symbols::CType>::c_type(),
-                    )?,
+                        &$crate::symbols::signature::<($($ty,)*), $ret>()?,
+                    )? {
+                        // SAFETY: the plan was made from these very types.
+                        Some(entry) => Some(unsafe { entry.bind::<($($ty,)*), $ret>() }?),
+                        None => None,
+                    },
                 )* })
             }
 
@@ -158,11 +167,12 @@ macro_rules! c_functions {
                 /// values it accepts, and the lifetimes it expects of what it keeps.
                 #[allow(clippy::too_many_arguments)]
                 pub unsafe fn $method(&self, $( $arg: $ty ),*) -> Result<$ret, $crate::Error> {
-                    let Some(entry) = self.$method.as_ref() else {
+                    let Some(function) = self.$method.as_ref() else {
                         return Err($crate::Error::SymbolMissing { symbol: $symbol });
                     };
-                    // SAFETY: the plan was made from these argument types and this return type.
-                    unsafe { entry.call::<$ret>(&[$($crate::arg(&$arg)),*]) }
+                    // SAFETY: bound to these argument types and this return type when resolved;
+                    // the function's contract is the caller's.
+                    Ok(unsafe { function.call(($($arg,)*)) })
                 }
             )*
         }
@@ -175,7 +185,7 @@ mod tests {
 
     #[test]
     fn scalar_types_match_their_c_sizes() {
-        fn check<T: CType>() {
+        fn check<T: crate::CArg>() {
             assert_eq!(T::c_type().size(), core::mem::size_of::<T>(), "{}", core::any::type_name::<T>());
         }
         check::<i8>();

@@ -6,14 +6,14 @@
 
 use core::ffi::c_void;
 
-use crate::arg;
 use crate::cuda::Backoff;
 use crate::nccl::communicator::{Allow, Cause, CommState, Communicator, Deadline};
+use crate::nccl::functions::Function;
 use crate::nccl::group;
 use crate::nccl::library::{Nccl, Sym};
 use crate::nccl::types::{DataType, NcclResult, NcclScalar, RedOp};
 use crate::nccl::watchdog::OpInfo;
-use crate::Error;
+use crate::{CArgs, Error};
 
 /// `cudaStreamPerThread`'s handle value; unusable with non-blocking communicators (NCCL
 /// silently corrupts data), so it is refused there.
@@ -103,21 +103,24 @@ pub unsafe trait DeviceBufferMut<T: NcclScalar>: DeviceBuffer<T> {
     fn device_ptr_mut<'a>(&'a mut self, stream: &'a dyn Stream) -> Result<(*mut c_void, Self::Guard<'a>), Error>;
 }
 
-/// The raw entry points: one line each gives the function, its NCCL symbol, its arguments
-/// before `comm` and `stream`, and what the watchdog reports for it.
+/// The raw entry points: one line each gives the method, the function of the NCCL table it
+/// calls (`nccl::functions`, whose declared types the arguments must have: a mismatch does not
+/// compile), its arguments before `comm` and `stream`, and what the watchdog reports for it.
 macro_rules! raw_collectives {
     ($(
         $(#[$doc:meta])*
-        fn $name:ident = $sym:ident ( $( $arg:ident : $ty:ty ),* ) count: $count:ident, type: $dtype:ident, peer: $peer:expr;
+        fn $name:ident = $function:ident ( $( $arg:ident : $ty:ty ),* ) count: $count:ident, type: $dtype:ident, peer: $peer:expr;
     )*) => {
         impl Communicator {
             $(
                 $(#[$doc])*
                 #[allow(clippy::too_many_arguments)]
                 pub unsafe fn $name(&self, $( $arg: $ty, )* stream: *mut c_void) -> Result<(), Error> {
-                    let comm = self.shared.handle();
-                    let op = OpInfo { name: Nccl::name(Sym::$sym), count: $count, data_type: $dtype, peer: $peer };
-                    self.enqueue(Sym::$sym, &[$( arg(&$arg), )* arg(&comm), arg(&stream)], stream, op)
+                    let function = &self.shared.nccl.functions().$function;
+                    let op = OpInfo { name: Nccl::name(function.sym()), count: $count, data_type: $dtype, peer: $peer };
+                    // SAFETY: the caller's contract (this method's); `comm` is this
+                    // communicator's live handle, read under the call lock.
+                    unsafe { self.enqueue(function, |comm| ($( $arg, )* comm, stream), stream, op) }
                 }
             )*
         }
@@ -132,35 +135,35 @@ raw_collectives! {
     /// `send` and `recv` must point to `count` elements of `dtype` in device memory of this
     /// communicator's GPU (they may be equal: in place), valid until `stream` runs the
     /// collective; `stream` must be a valid stream of that device.
-    fn all_reduce_raw = AllReduce(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp)
+    fn all_reduce_raw = all_reduce(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp)
         count: count, type: dtype, peer: None;
     /// `ncclBroadcast` on raw device pointers.
     ///
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `send` is read on `root` only.
-    fn broadcast_raw = Broadcast(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
+    fn broadcast_raw = broadcast(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
         count: count, type: dtype, peer: Some(root);
     /// `ncclReduce` on raw device pointers.
     ///
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `recv` is written on `root` only.
-    fn reduce_raw = Reduce(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, root: i32)
+    fn reduce_raw = reduce(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, root: i32)
         count: count, type: dtype, peer: Some(root);
     /// `ncclAllGather`: `send` has `send_count` elements, `recv` `send_count * nranks`.
     ///
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw), with those sizes.
-    fn all_gather_raw = AllGather(send: *const c_void, recv: *mut c_void, send_count: usize, dtype: DataType)
+    fn all_gather_raw = all_gather(send: *const c_void, recv: *mut c_void, send_count: usize, dtype: DataType)
         count: send_count, type: dtype, peer: None;
     /// `ncclReduceScatter`: `send` has `recv_count * nranks` elements, `recv` `recv_count`.
     ///
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw), with those sizes.
-    fn reduce_scatter_raw = ReduceScatter(send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: DataType, op: RedOp)
+    fn reduce_scatter_raw = reduce_scatter(send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: DataType, op: RedOp)
         count: recv_count, type: dtype, peer: None;
     /// `ncclSend` (2.7) of `count` elements to `peer`.
     ///
@@ -168,48 +171,62 @@ raw_collectives! {
     ///
     /// `send` must point to `count` elements of `dtype` in device memory of this GPU, valid
     /// until `stream` runs the send.
-    fn send_raw = Send(send: *const c_void, count: usize, dtype: DataType, peer: i32)
+    fn send_raw = send(send: *const c_void, count: usize, dtype: DataType, peer: i32)
         count: count, type: dtype, peer: Some(peer);
     /// `ncclRecv` (2.7) of `count` elements from `peer`.
     ///
     /// # Safety
     ///
     /// As [`send_raw`](Self::send_raw), for writing.
-    fn recv_raw = Recv(recv: *mut c_void, count: usize, dtype: DataType, peer: i32)
+    fn recv_raw = recv(recv: *mut c_void, count: usize, dtype: DataType, peer: i32)
         count: count, type: dtype, peer: Some(peer);
     /// `ncclAlltoAll` (2.28): `count` elements to and from every rank.
     ///
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); both buffers hold `count * nranks`.
-    fn all_to_all_raw = AlltoAll(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType)
+    fn all_to_all_raw = all_to_all(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType)
         count: count, type: dtype, peer: None;
     /// `ncclGather` (2.28): `count` elements from every rank into `recv` on `root`.
     ///
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `recv` holds `count * nranks` on root.
-    fn gather_raw = Gather(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
+    fn gather_raw = gather(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
         count: count, type: dtype, peer: Some(root);
     /// `ncclScatter` (2.28): `count` elements to every rank from `send` on `root`.
     ///
     /// # Safety
     ///
     /// As [`all_reduce_raw`](Self::all_reduce_raw); `send` holds `count * nranks` on root.
-    fn scatter_raw = Scatter(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
+    fn scatter_raw = scatter(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
         count: count, type: dtype, peer: Some(root);
 }
 
 impl Communicator {
     /// Enqueues one operation: under the call lock, refused once the communicator is unusable;
     /// `ncclInProgress` waited out; recorded for the watchdog (at the group's end inside one).
-    fn enqueue(&self, sym: Sym, args: &[*const c_void], stream: *mut c_void, op: OpInfo) -> Result<(), Error> {
+    /// `args` makes the arguments from the communicator's handle.
+    ///
+    /// # Safety
+    ///
+    /// NCCL's contract for `function` holds for the arguments `args` makes (buffers, stream).
+    #[inline(always)]
+    unsafe fn enqueue<A: CArgs>(
+        &self,
+        function: &Function<A, NcclResult>,
+        args: impl FnOnce(*mut c_void) -> A,
+        stream: *mut c_void,
+        op: OpInfo,
+    ) -> Result<(), Error> {
         let shared = &self.shared;
+        let sym = function.sym();
         if shared.is_nonblocking() && stream as usize == CUDA_STREAM_PER_THREAD {
             return Err(Error::InvalidArgument { what: "cudaStreamPerThread with a non-blocking communicator" });
         }
         let mut guard = shared.enter(Nccl::name(sym), Allow::Ready)?;
-        let r = shared.nccl.raw(sym, args)?;
+        // SAFETY: the caller's contract; the handle is live while the call lock is held.
+        let r = unsafe { function.call(&shared.nccl, args(shared.handle())) }?;
         guard.note(sym, r);
         drop(guard);
         if group::in_group() {

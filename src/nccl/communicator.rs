@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::arg;
 use crate::cuda::{Backoff, Context};
 use crate::nccl::bounded::run_bounded;
+use crate::nccl::functions::{Function, Functions};
 use crate::nccl::library::{Nccl, Sym};
 use crate::nccl::types::NcclResult;
 use crate::nccl::watchdog::{Watchdog, WatchdogReport};
-use crate::Error;
+use crate::{CArgs, Error};
 
 /// How long a communicator's operations may take. `None` waits without limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -251,7 +251,8 @@ impl Shared {
         }
         let mut state = 0i32;
         let (comm, out): (*mut c_void, *mut i32) = (self.handle(), &mut state);
-        let r = self.nccl.raw(Sym::CommGetAsyncError, &[arg(&comm), arg(&out)]).ok()?;
+        // SAFETY: a live handle (state checked under the lock) and a valid `int *`.
+        let r = unsafe { self.nccl.functions().comm_get_async_error.call(&self.nccl, (comm, out)) }.ok()?;
         drop(guard);
         r.is_success().then_some(NcclResult(state))
     }
@@ -305,10 +306,21 @@ impl Shared {
         Ok(CallGuard { shared: self, state: Some(guard) })
     }
 
-    /// Calls `sym` under the call lock; a fatal result marks the communicator failed.
-    pub(crate) fn call(&self, sym: Sym, args: &[*const c_void], allow: Allow) -> Result<NcclResult, Error> {
+    /// Calls `function` under the call lock; a fatal result marks the communicator failed.
+    ///
+    /// # Safety
+    ///
+    /// NCCL's contract for `function` holds for `args`.
+    pub(crate) unsafe fn call<A: CArgs>(
+        &self,
+        function: &Function<A, NcclResult>,
+        args: A,
+        allow: Allow,
+    ) -> Result<NcclResult, Error> {
+        let sym = function.sym();
         let mut guard = self.enter(Nccl::name(sym), allow)?;
-        let r = self.nccl.raw(sym, args)?;
+        // SAFETY: the caller's contract.
+        let r = unsafe { function.call(&self.nccl, args) }?;
         guard.note(sym, r);
         Ok(r)
     }
@@ -317,7 +329,8 @@ impl Shared {
     pub(crate) fn async_error(&self) -> Result<NcclResult, Error> {
         let mut state = 0i32;
         let (comm, out): (*mut c_void, *mut i32) = (self.handle(), &mut state);
-        let r = self.call(Sym::CommGetAsyncError, &[arg(&comm), arg(&out)], Allow::Recovery)?;
+        // SAFETY: this communicator's handle and a valid `int *`.
+        let r = unsafe { self.call(&self.nccl.functions().comm_get_async_error, (comm, out), Allow::Recovery) }?;
         if !r.is_success() {
             return Err(self.nccl.failure(Sym::CommGetAsyncError, r, comm));
         }
@@ -401,7 +414,8 @@ impl Shared {
         if let Some(w) = self.watchdog.get() {
             w.stop();
         }
-        let r = self.nccl.raw(Sym::CommAbort, &[arg(&comm)]);
+        // SAFETY: this communicator's handle, aborted once (the state says so from now on).
+        let r = unsafe { self.nccl.functions().comm_abort.call(&self.nccl, (comm,)) };
         *state = CommState::Aborted(cause);
         match r? {
             r if r.is_success() => Ok(()),
@@ -467,7 +481,7 @@ impl Shared {
         if !self.nccl.has_sym(Sym::CommFinalize) {
             return Ok(());
         }
-        let r = self.bounded_call(Sym::CommFinalize, deadline)?;
+        let r = self.bounded_call(|f| &f.comm_finalize, deadline)?;
         if r == NcclResult::IN_PROGRESS {
             self.saw_in_progress();
             return self.wait_done(Sym::CommFinalize, deadline);
@@ -481,7 +495,7 @@ impl Shared {
 
     /// `ncclCommDestroy` on a bounded thread (it can wait for peers); abandoned at the deadline.
     pub(crate) fn destroy_within(self: &Arc<Self>, deadline: Deadline) -> Result<(), Error> {
-        let r = self.bounded_call(Sym::CommDestroy, deadline)?;
+        let r = self.bounded_call(|f| &f.comm_destroy, deadline)?;
         if r.is_success() {
             Ok(())
         } else {
@@ -489,10 +503,15 @@ impl Shared {
         }
     }
 
-    /// Runs the one-argument call `sym(comm)` on a thread with the communicator's context, under
+    /// Runs the one-argument call `function(comm)` on a thread with the communicator's context, under
     /// the call lock, waiting at most until `deadline`. At the deadline the call is abandoned
     /// (the communicator becomes `Lost`). `ncclCommDestroy` marks it destroyed when it returns.
-    fn bounded_call(self: &Arc<Self>, sym: Sym, deadline: Deadline) -> Result<NcclResult, Error> {
+    fn bounded_call(
+        self: &Arc<Self>,
+        function: fn(&Functions) -> &Function<(*mut c_void,), NcclResult>,
+        deadline: Deadline,
+    ) -> Result<NcclResult, Error> {
+        let sym = function(self.nccl.functions()).sym();
         let me = Arc::clone(self);
         let destroys = sym == Sym::CommDestroy;
         let operation = Nccl::name(sym);
@@ -503,7 +522,8 @@ impl Shared {
             move || -> Result<NcclResult, Error> {
                 let mut guard = me.enter_even_if_lost(operation)?;
                 let comm = me.handle();
-                let r = me.nccl.raw(sym, &[arg(&comm)])?;
+                // SAFETY: the handle is this communicator's, under its call lock.
+                let r = unsafe { function(me.nccl.functions()).call(&me.nccl, (comm,)) }?;
                 if destroys {
                     guard.set(CommState::Destroyed);
                 } else {
@@ -756,7 +776,8 @@ impl Communicator {
         let deadline = Deadline::after(self.timeouts().operation);
         let (comm, flags) = (self.shared.handle(), 0i32);
         let mut guard = self.shared.enter("ncclCommRevoke", Allow::Recovery)?;
-        let r = self.shared.nccl.raw(Sym::CommRevoke, &[arg(&comm), arg(&flags)])?;
+        // SAFETY: this communicator's handle, under its call lock.
+        let r = unsafe { self.shared.nccl.functions().comm_revoke.call(&self.shared.nccl, (comm, flags)) }?;
         guard.note(Sym::CommRevoke, r);
         if r.is_success() || r == NcclResult::IN_PROGRESS {
             guard.set(CommState::Revoked);

@@ -24,17 +24,17 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::arg;
 use crate::cuda::Backoff;
 use crate::nccl::bounded::{spawn_bounded, BoundedCall};
 use crate::nccl::communicator::{
     AbortHandle, Allow, Cause, CommState, Communicator, Deadline, RankInfo, Shared, Timeouts,
 };
 use crate::nccl::config::{Config, ConfigBuffer};
+use crate::nccl::functions::Function;
 use crate::nccl::group::refuse_in_group;
 use crate::nccl::library::{Nccl, Sym, Version};
 use crate::nccl::types::{NcclResult, UniqueId};
-use crate::Error;
+use crate::{Error, ValueAt};
 
 /// How a communicator is made: its config and its timeouts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -393,7 +393,8 @@ impl<'p> Pending<'p> {
                 }
                 Err(e) => return Err(e),
             };
-            let r = self.nccl.raw(Sym::CommGetAsyncError, &[arg(&handle), arg(&out)])?;
+            // SAFETY: a handle NCCL stored (final: the slot says so), a valid `int *`.
+            let r = unsafe { self.nccl.functions().comm_get_async_error.call(&self.nccl, (handle, out)) }?;
             drop(guard);
             if !r.is_success() {
                 return Err(self.nccl.failure(Sym::CommGetAsyncError, r, handle));
@@ -510,7 +511,8 @@ fn abort_made(slots: &Slots, children: &[Arc<Shared>]) {
 fn child_ready(nccl: &Nccl, handle: *mut c_void) -> Result<(), Error> {
     let mut state = 0i32;
     let out: *mut i32 = &mut state;
-    nccl.check(Sym::CommGetAsyncError, &[arg(&handle), arg(&out)], handle)?;
+    // SAFETY: a handle NCCL stored, a valid `int *`.
+    unsafe { nccl.check(&nccl.functions().comm_get_async_error, (handle, out), handle) }?;
     match NcclResult(state) {
         s if s.is_success() => Ok(()),
         s => Err(nccl.failure(Sym::CommGetAsyncError, s, handle)),
@@ -519,13 +521,19 @@ fn child_ready(nccl: &Nccl, handle: *mut c_void) -> Result<(), Error> {
 
 /// Count, rank and device of a new communicator, read once.
 fn rank_info(nccl: &Nccl, handle: *mut c_void) -> Result<RankInfo, Error> {
-    let query = |sym: Sym| -> Result<i32, Error> {
+    let query = |function: &Function<(*mut c_void, *mut i32), NcclResult>| -> Result<i32, Error> {
         let mut v = 0i32;
         let out: *mut i32 = &mut v;
-        nccl.check(sym, &[arg(&handle), arg(&out)], handle)?;
+        // SAFETY: a live handle, a valid `int *`.
+        unsafe { nccl.check(function, (handle, out), handle) }?;
         Ok(v)
     };
-    Ok(RankInfo { nranks: query(Sym::CommCount)?, rank: query(Sym::CommUserRank)?, device: query(Sym::CommCuDevice)? })
+    let functions = nccl.functions();
+    Ok(RankInfo {
+        nranks: query(&functions.comm_count)?,
+        rank: query(&functions.comm_user_rank)?,
+        device: query(&functions.comm_cu_device)?,
+    })
 }
 
 fn check_rank(nranks: i32, rank: i32) -> Result<(), Error> {
@@ -592,7 +600,7 @@ impl Communicator {
         let (op, id) = (if args.config.is_some() { Sym::CommInitRankConfig } else { Sym::CommInitRank }, id.clone());
         if !nccl.has_sym(op) {
             // The Unsupported error, before any thread starts.
-            nccl.raw(op, &[])?;
+            return Err(nccl.unsupported(op));
         }
         Pending::start(
             nccl,
@@ -604,10 +612,17 @@ impl Communicator {
             move |nccl, slots| {
                 let out = slots.out(0);
                 let cfg = args.config_ptr();
-                if op == Sym::CommInitRankConfig {
-                    nccl.raw(op, &[arg(&out), arg(&nranks), arg(&id), arg(&rank), arg(&cfg)])
-                } else {
-                    nccl.raw(op, &[arg(&out), arg(&nranks), arg(&id), arg(&rank)])
+                let functions = nccl.functions();
+                // SAFETY: `out` is the slot that stays owned until the handle is final (Slots);
+                // the id is passed by value from where it is (the core copies it); `cfg` is
+                // null or a config buffer written for the loaded library, kept alive with
+                // `args` for the whole call.
+                unsafe {
+                    if op == Sym::CommInitRankConfig {
+                        functions.comm_init_rank_config.call(nccl, (out, nranks, ValueAt::new(&id), rank, cfg))
+                    } else {
+                        functions.comm_init_rank.call(nccl, (out, nranks, ValueAt::new(&id), rank))
+                    }
                 }
             },
         )
@@ -645,7 +660,8 @@ impl Communicator {
             timeouts,
             move |nccl, slots| {
                 let (out, list) = (slots.out(0), devices.as_ptr());
-                nccl.raw(Sym::CommInitAll, &[arg(&out), arg(&n), arg(&list)])
+                // SAFETY: `out` is `devices.len()` owned slots (Slots), `list` that many ints.
+                unsafe { nccl.functions().comm_init_all.call(nccl, (out, n, list)) }
             },
         )?;
         let made = pending.wait_all()?;
@@ -678,7 +694,7 @@ impl Communicator {
         self.shared.enter("ncclCommSplit", Allow::Ready).map(drop)?;
         let nccl = self.shared.nccl.clone();
         if !nccl.has_sym(Sym::CommSplit) {
-            nccl.raw(Sym::CommSplit, &[])?;
+            return Err(nccl.unsupported(Sym::CommSplit));
         }
         let (child, timeouts, mut args) = self.child_of(options)?;
         let parent = Arc::clone(&self.shared);
@@ -692,7 +708,9 @@ impl Communicator {
             move |nccl, slots| {
                 let mut guard = parent.enter("ncclCommSplit", Allow::Ready)?;
                 let (comm, out, cfg) = (parent.handle(), slots.out(0), args.config_ptr());
-                let r = nccl.raw(Sym::CommSplit, &[arg(&comm), arg(&color), arg(&key), arg(&out), arg(&cfg)])?;
+                // SAFETY: the parent's handle under its call lock; `out` an owned slot; `cfg`
+                // null or a config buffer kept alive with `args`.
+                let r = unsafe { nccl.functions().comm_split.call(nccl, (comm, color, key, out, cfg)) }?;
                 guard.note(Sym::CommSplit, r);
                 Ok(r)
             },
@@ -737,7 +755,7 @@ impl Communicator {
         self.shared.enter("ncclCommShrink", Allow::Recovery).map(drop)?;
         let nccl = self.shared.nccl.clone();
         if !nccl.has_sym(Sym::CommShrink) {
-            nccl.raw(Sym::CommShrink, &[])?;
+            return Err(nccl.unsupported(Sym::CommShrink));
         }
         let (child, timeouts, mut args) = self.child_of(options)?;
         let parent = Arc::clone(&self.shared);
@@ -757,8 +775,10 @@ impl Communicator {
             move |nccl, slots| {
                 let mut guard = parent.enter("ncclCommShrink", Allow::Recovery)?;
                 let (comm, out, cfg, ranks) = (parent.handle(), slots.out(0), args.config_ptr(), list.as_mut_ptr());
-                let r = nccl
-                    .raw(Sym::CommShrink, &[arg(&comm), arg(&ranks), arg(&count), arg(&out), arg(&cfg), arg(&flags)])?;
+                let shrink = &nccl.functions().comm_shrink;
+                // SAFETY: as for a split; `ranks` is `count` ints this closure owns (NCCL sorts
+                // them in place).
+                let r = unsafe { shrink.call(nccl, (comm, ranks, count, out, cfg, flags)) }?;
                 guard.note(Sym::CommShrink, r);
                 if r.is_success() || r == NcclResult::IN_PROGRESS {
                     // A shrink with NCCL_SHRINK_ABORT leaves the parent's kernels aborted.
@@ -823,7 +843,8 @@ impl Nccl {
             parents,
             first.timeouts(),
             move |nccl, slots| {
-                nccl.check(Sym::GroupStart, &[], ptr::null_mut())?;
+                // SAFETY: `ncclGroupStart(void)`.
+                unsafe { nccl.check(&nccl.functions().group_start, (), ptr::null_mut()) }?;
                 let mut guards = Vec::with_capacity(theirs.len());
                 let mut first_error = None;
                 for (i, (parent, (color, key))) in theirs.iter().zip(&colors).enumerate() {
@@ -835,7 +856,9 @@ impl Nccl {
                         }
                     };
                     let (comm, out, cfg) = (parent.handle(), slots.out(i), configs[i].config_ptr());
-                    match nccl.raw(Sym::CommSplit, &[arg(&comm), arg(color), arg(key), arg(&out), arg(&cfg)]) {
+                    let split = &nccl.functions().comm_split;
+                    // SAFETY: as in `start_split`, for parent `i`.
+                    match unsafe { split.call(nccl, (comm, *color, *key, out, cfg)) } {
                         Ok(r) => guard.note(Sym::CommSplit, r),
                         Err(e) => {
                             first_error.get_or_insert(e);
@@ -843,7 +866,8 @@ impl Nccl {
                     }
                     guards.push(guard);
                 }
-                let end = nccl.raw(Sym::GroupEnd, &[]);
+                // SAFETY: `ncclGroupEnd(void)`, on the thread that started the group.
+                let end = unsafe { nccl.functions().group_end.call(nccl, ()) };
                 drop(guards);
                 match first_error {
                     Some(e) => Err(e),

@@ -90,7 +90,8 @@ impl<'n> Group<'n> {
                 Vec::new()
             }
         });
-        let r = self.nccl.raw(Sym::GroupEnd, &[])?;
+        // SAFETY: `ncclGroupEnd(void)`, on the thread that started the group.
+        let r = unsafe { self.nccl.functions().group_end.call(self.nccl, ()) }?;
         if !r.is_success() && r != NcclResult::IN_PROGRESS {
             return Err(self.nccl.failure(Sym::GroupEnd, r, ptr::null_mut()));
         }
@@ -124,7 +125,8 @@ impl Drop for Group<'_> {
 impl Nccl {
     /// `ncclGroupStart`: collectives until [`Group::end`] are fused.
     pub fn group(&self) -> Result<Group<'_>, Error> {
-        self.check(Sym::GroupStart, &[], ptr::null_mut())?;
+        // SAFETY: `ncclGroupStart(void)`: no arguments, any thread.
+        unsafe { self.check(&self.functions().group_start, (), ptr::null_mut()) }?;
         GROUPS.with(|g| g.borrow_mut().depth += 1);
         Ok(Group { nccl: self, open: true, _per_thread: PhantomData })
     }

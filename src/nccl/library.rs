@@ -10,8 +10,10 @@ use std::sync::{Arc, OnceLock};
 use crate::cuda::Driver;
 
 use crate::nccl::discovery::{self, Candidate, PythonWheel, Source, LIBRARY_ENV};
+use crate::nccl::functions::{Function, Functions, SymInfo, SYMBOLS, SYMBOL_COUNT};
 use crate::nccl::types::NcclResult;
-use crate::{Abi, Aggregate, CallPlan, Error, Signature, Type};
+use crate::symbols::Entry;
+use crate::{Abi, CArgs, Error};
 
 /// An NCCL version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,164 +86,12 @@ pub struct Discovery {
     pub shadowed: Vec<Candidate>,
 }
 
-/// Symbols the facade knows, with the NCCL version that introduced each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(usize)]
-#[allow(missing_docs)]
-pub enum Sym {
-    GetVersion,
-    GetUniqueId,
-    CommInitRank,
-    CommInitAll,
-    CommDestroy,
-    CommCount,
-    CommCuDevice,
-    CommUserRank,
-    GetErrorString,
-    Reduce,
-    Broadcast,
-    AllReduce,
-    ReduceScatter,
-    AllGather,
-    GroupStart,
-    GroupEnd,
-    CommAbort,
-    CommGetAsyncError,
-    Send,
-    Recv,
-    RedOpCreatePreMulSum,
-    RedOpDestroy,
-    GetLastError,
-    CommInitRankConfig,
-    CommFinalize,
-    CommSplit,
-    MemAlloc,
-    MemFree,
-    CommRegister,
-    CommDeregister,
-    CommShrink,
-    CommWindowRegister,
-    CommWindowDeregister,
-    AlltoAll,
-    Gather,
-    Scatter,
-    CommRevoke,
-}
-
-/// Argument shapes, spelled compactly in the table below.
-#[derive(Clone, Copy)]
-enum A {
-    /// Any pointer (handles, buffers, streams, out-pointers).
-    P,
-    /// `int` and the C enums.
-    I,
-    /// `size_t`.
-    Z,
-    /// `ncclUniqueId` by value.
-    Id,
-}
-
-struct SymInfo {
-    sym: Sym,
-    name: &'static str,
-    since: Version,
-    args: &'static [A],
-}
-
-const fn v(major: u32, minor: u32, patch: u32) -> Version {
-    Version::new(major, minor, patch)
-}
-
-use A::{Id, I, P, Z};
-
-/// Every known symbol: name, first NCCL version that has it, argument shapes. All return
-/// `ncclResult_t` except `ncclGetErrorString` and `ncclGetLastError` (`const char *`).
-const SYMBOLS: &[SymInfo] = &[
-    SymInfo { sym: Sym::GetVersion, name: "ncclGetVersion", since: v(2, 0, 0), args: &[P] },
-    SymInfo { sym: Sym::GetUniqueId, name: "ncclGetUniqueId", since: v(2, 0, 0), args: &[P] },
-    SymInfo { sym: Sym::CommInitRank, name: "ncclCommInitRank", since: v(2, 0, 0), args: &[P, I, Id, I] },
-    SymInfo { sym: Sym::CommInitAll, name: "ncclCommInitAll", since: v(2, 0, 0), args: &[P, I, P] },
-    SymInfo { sym: Sym::CommDestroy, name: "ncclCommDestroy", since: v(2, 0, 0), args: &[P] },
-    SymInfo { sym: Sym::CommCount, name: "ncclCommCount", since: v(2, 0, 0), args: &[P, P] },
-    SymInfo { sym: Sym::CommCuDevice, name: "ncclCommCuDevice", since: v(2, 0, 0), args: &[P, P] },
-    SymInfo { sym: Sym::CommUserRank, name: "ncclCommUserRank", since: v(2, 0, 0), args: &[P, P] },
-    SymInfo { sym: Sym::GetErrorString, name: "ncclGetErrorString", since: v(2, 0, 0), args: &[I] },
-    SymInfo { sym: Sym::Reduce, name: "ncclReduce", since: v(2, 0, 0), args: &[P, P, Z, I, I, I, P, P] },
-    SymInfo { sym: Sym::Broadcast, name: "ncclBroadcast", since: v(2, 0, 0), args: &[P, P, Z, I, I, P, P] },
-    SymInfo { sym: Sym::AllReduce, name: "ncclAllReduce", since: v(2, 0, 0), args: &[P, P, Z, I, I, P, P] },
-    SymInfo { sym: Sym::ReduceScatter, name: "ncclReduceScatter", since: v(2, 0, 0), args: &[P, P, Z, I, I, P, P] },
-    SymInfo { sym: Sym::AllGather, name: "ncclAllGather", since: v(2, 0, 0), args: &[P, P, Z, I, P, P] },
-    SymInfo { sym: Sym::GroupStart, name: "ncclGroupStart", since: v(2, 0, 0), args: &[] },
-    SymInfo { sym: Sym::GroupEnd, name: "ncclGroupEnd", since: v(2, 0, 0), args: &[] },
-    SymInfo { sym: Sym::CommAbort, name: "ncclCommAbort", since: v(2, 4, 2), args: &[P] },
-    SymInfo { sym: Sym::CommGetAsyncError, name: "ncclCommGetAsyncError", since: v(2, 4, 2), args: &[P, P] },
-    SymInfo { sym: Sym::Send, name: "ncclSend", since: v(2, 7, 3), args: &[P, Z, I, I, P, P] },
-    SymInfo { sym: Sym::Recv, name: "ncclRecv", since: v(2, 7, 3), args: &[P, Z, I, I, P, P] },
-    SymInfo {
-        sym: Sym::RedOpCreatePreMulSum,
-        name: "ncclRedOpCreatePreMulSum",
-        since: v(2, 11, 4),
-        args: &[P, P, I, I, P],
-    },
-    SymInfo { sym: Sym::RedOpDestroy, name: "ncclRedOpDestroy", since: v(2, 11, 4), args: &[I, P] },
-    SymInfo { sym: Sym::GetLastError, name: "ncclGetLastError", since: v(2, 13, 4), args: &[P] },
-    SymInfo {
-        sym: Sym::CommInitRankConfig,
-        name: "ncclCommInitRankConfig",
-        since: v(2, 14, 3),
-        args: &[P, I, Id, I, P],
-    },
-    SymInfo { sym: Sym::CommFinalize, name: "ncclCommFinalize", since: v(2, 14, 3), args: &[P] },
-    SymInfo { sym: Sym::CommSplit, name: "ncclCommSplit", since: v(2, 18, 1), args: &[P, I, I, P, P] },
-    SymInfo { sym: Sym::MemAlloc, name: "ncclMemAlloc", since: v(2, 19, 1), args: &[P, Z] },
-    SymInfo { sym: Sym::MemFree, name: "ncclMemFree", since: v(2, 19, 1), args: &[P] },
-    SymInfo { sym: Sym::CommRegister, name: "ncclCommRegister", since: v(2, 19, 1), args: &[P, P, Z, P] },
-    SymInfo { sym: Sym::CommDeregister, name: "ncclCommDeregister", since: v(2, 19, 1), args: &[P, P] },
-    SymInfo { sym: Sym::CommShrink, name: "ncclCommShrink", since: v(2, 27, 3), args: &[P, P, I, P, P, I] },
-    SymInfo {
-        sym: Sym::CommWindowRegister,
-        name: "ncclCommWindowRegister",
-        since: v(2, 27, 3),
-        args: &[P, P, Z, P, I],
-    },
-    SymInfo { sym: Sym::CommWindowDeregister, name: "ncclCommWindowDeregister", since: v(2, 27, 3), args: &[P, P] },
-    SymInfo { sym: Sym::AlltoAll, name: "ncclAlltoAll", since: v(2, 28, 3), args: &[P, P, Z, I, P, P] },
-    SymInfo { sym: Sym::Gather, name: "ncclGather", since: v(2, 28, 3), args: &[P, P, Z, I, I, P, P] },
-    SymInfo { sym: Sym::Scatter, name: "ncclScatter", since: v(2, 28, 3), args: &[P, P, Z, I, I, P, P] },
-    SymInfo { sym: Sym::CommRevoke, name: "ncclCommRevoke", since: v(2, 28, 7), args: &[P, I] },
-];
-
-const SYMBOL_COUNT: usize = Sym::CommRevoke as usize + 1;
-static_assertions::const_assert_eq!(SYMBOLS.len(), SYMBOL_COUNT);
+pub use crate::nccl::functions::Sym;
 
 fn info(sym: Sym) -> &'static SymInfo {
     let i = &SYMBOLS[sym as usize];
     debug_assert_eq!(i.sym, sym, "SYMBOLS is in Sym order");
     i
-}
-
-fn signature(info: &SymInfo) -> Result<Signature, Error> {
-    let id = Type::Aggregate(Aggregate::builder().array(Type::I8, crate::nccl::types::UNIQUE_ID_BYTES).build()?);
-    let args = info
-        .args
-        .iter()
-        .map(|a| match a {
-            P => Type::Pointer,
-            I => Type::I32,
-            Z => Type::U64,
-            Id => id.clone(),
-        })
-        .collect();
-    let ret = match info.sym {
-        Sym::GetErrorString | Sym::GetLastError => Type::Pointer,
-        _ => Type::I32,
-    };
-    Signature::new(args, Some(ret))
-}
-
-struct Entry {
-    func: *const c_void,
-    plan: CallPlan,
 }
 
 /// A loaded NCCL or RCCL: its path, version and symbol table.
@@ -257,7 +107,10 @@ pub struct Nccl {
 }
 
 struct Library {
+    /// Every symbol of the table, in `Sym` order: address and plan (`None`: not exported).
     entries: Vec<Option<Entry>>,
+    /// The same functions bound to their Rust types (the hot calls use these).
+    functions: Functions,
     path: PathBuf,
     version: Version,
     flavor: Flavor,
@@ -369,25 +222,27 @@ impl Nccl {
             if flavor == Flavor::Rccl && info.sym == Sym::AlltoAll {
                 name = "ncclAllToAll";
             }
-            let mut cname = name.as_bytes().to_vec();
-            cname.push(0);
-            // SAFETY: only the address is read; it is called through a plan built from the
-            // symbol's prototype in SYMBOLS.
-            let func = unsafe { lib.get::<*const c_void>(&cname) }.ok().map(|s| *s).filter(|p| !p.is_null());
-            let entry = match func {
-                Some(func) => Some(Entry { func, plan: CallPlan::new(&signature(info)?)? }),
-                None => None,
-            };
-            entries.push(entry);
+            // The plan is built from the symbol's declared prototype (nccl::functions).
+            entries.push(Entry::resolve_signature(&lib, name, &(info.signature)()?)?);
         }
-        if entries[Sym::GetVersion as usize].is_none() {
-            return Err(Rejection::Unusable("it exports no ncclGetVersion: not an NCCL library".to_string()));
-        }
+        // SAFETY: each plan is its symbol's prototype; `Library` keeps `lib` loaded (and it is
+        // opened with RTLD_NODELETE) for as long as the bindings live.
+        let functions = unsafe { Functions::bind(&entries) }?;
         let path = resolved_path(&c.path, &entries).unwrap_or_else(|| c.path.clone());
-        let mut library =
-            Library { entries, path, version: Version::new(0, 0, 0), flavor, cuda: OnceLock::new(), _lib: lib };
+        let mut library = Library {
+            entries,
+            functions,
+            path,
+            version: Version::new(0, 0, 0),
+            flavor,
+            cuda: OnceLock::new(),
+            _lib: lib,
+        };
         let mut code = 0i32;
-        let r = library.raw(Sym::GetVersion, &[crate::arg(&(&mut code as *mut i32))])?;
+        // SAFETY: `ncclGetVersion(int *)` with a valid `int *`.
+        let Some(r) = (unsafe { library.functions.get_version.call_if_bound((&mut code,)) }) else {
+            return Err(Rejection::Unusable("it exports no ncclGetVersion: not an NCCL library".to_string()));
+        };
         if !r.is_success() {
             let nccl = Nccl { lib: Arc::new(library) };
             return Err(Rejection::Unusable(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()).to_string()));
@@ -457,7 +312,8 @@ impl Nccl {
 
     /// `ncclGetErrorString`: NCCL's text for a result code.
     pub fn error_string(&self, code: NcclResult) -> Result<String, Error> {
-        let p = self.call_ptr(Sym::GetErrorString, &[crate::arg(&code.0)])?;
+        // SAFETY: `ncclGetErrorString` takes any code.
+        let p = unsafe { self.functions().get_error_string.call(self, (code,)) }?;
         Ok(c_string(p).unwrap_or_default())
     }
 
@@ -467,7 +323,8 @@ impl Nccl {
     }
 
     pub(crate) fn last_error_for(&self, comm: *mut c_void) -> Result<Option<String>, Error> {
-        let p = self.call_ptr(Sym::GetLastError, &[crate::arg(&comm)])?;
+        // SAFETY: `comm` is null or a communicator of this library (callers).
+        let p = unsafe { self.functions().get_last_error.call(self, (comm,)) }?;
         Ok(c_string(p).filter(|s| !s.is_empty()))
     }
 
@@ -476,7 +333,8 @@ impl Nccl {
     pub fn unique_id(&self) -> Result<crate::nccl::UniqueId, Error> {
         let mut id = crate::nccl::UniqueId::zeroed();
         let p: *mut crate::nccl::UniqueId = &mut id;
-        self.check(Sym::GetUniqueId, &[crate::arg(&p)], core::ptr::null_mut())?;
+        // SAFETY: `p` points to 128 writable bytes.
+        unsafe { self.check(&self.functions().get_unique_id, (p,), core::ptr::null_mut()) }?;
         Ok(id)
     }
 
@@ -485,27 +343,35 @@ impl Nccl {
         self.lib.entries[sym as usize].is_some()
     }
 
-    /// Calls `sym` (an `ncclResult_t` function) with `args` and returns its raw result.
-    pub(crate) fn raw(&self, sym: Sym, args: &[*const c_void]) -> Result<NcclResult, Error> {
-        self.lib.raw(sym, args)
+    /// Every function of the table, bound to its Rust types (`None` inside where the library
+    /// lacks it).
+    pub(crate) fn functions(&self) -> &Functions {
+        &self.lib.functions
     }
 
-    fn call_ptr(&self, sym: Sym, args: &[*const c_void]) -> Result<*const core::ffi::c_char, Error> {
-        let e = self.lib.entry(sym)?;
-        let mut r: *const core::ffi::c_char = core::ptr::null();
-        // SAFETY: as in `raw`; these symbols return `const char *`.
-        unsafe { e.plan.call(e.func, args, (&mut r as *mut *const core::ffi::c_char).cast())? };
-        Ok(r)
+    /// The error for calling `sym`, which the loaded library lacks.
+    pub(crate) fn unsupported(&self, sym: Sym) -> Error {
+        self.lib.unsupported(sym)
     }
 
-    /// Calls `sym` and turns anything but success into [`Error::Nccl`] with NCCL's own texts
-    /// (`ncclInProgress` too: callers that expect it use [`raw`](Self::raw)).
-    pub(crate) fn check(&self, sym: Sym, args: &[*const c_void], comm: *mut c_void) -> Result<(), Error> {
-        let r = self.raw(sym, args)?;
+    /// Calls `function` and turns anything but success into [`Error::Nccl`] with NCCL's own
+    /// texts (`ncclInProgress` too: callers that expect it call the function themselves).
+    ///
+    /// # Safety
+    ///
+    /// NCCL's contract for `function` holds for `args`.
+    pub(crate) unsafe fn check<A: CArgs>(
+        &self,
+        function: &Function<A, NcclResult>,
+        args: A,
+        comm: *mut c_void,
+    ) -> Result<(), Error> {
+        // SAFETY: the caller's contract.
+        let r = unsafe { function.call(self, args) }?;
         if r.is_success() {
             Ok(())
         } else {
-            Err(self.failure(sym, r, comm))
+            Err(self.failure(function.sym(), r, comm))
         }
     }
 
@@ -525,20 +391,10 @@ impl Nccl {
 }
 
 impl Library {
-    fn entry(&self, sym: Sym) -> Result<&Entry, Error> {
-        self.entries[sym as usize].as_ref().ok_or_else(|| {
-            let i = info(sym);
-            Error::Unsupported { symbol: i.name, needs: i.since.to_string(), loaded: self.version.to_string() }
-        })
-    }
-
-    fn raw(&self, sym: Sym, args: &[*const c_void]) -> Result<NcclResult, Error> {
-        let e = self.entry(sym)?;
-        let mut r = 0i32;
-        // SAFETY: the plan was built from this symbol's prototype (SYMBOLS); callers pass
-        // pointers to values of the prototype's argument types.
-        unsafe { e.plan.call(e.func, args, (&mut r as *mut i32).cast())? };
-        Ok(NcclResult(r))
+    #[cold]
+    fn unsupported(&self, sym: Sym) -> Error {
+        let i = info(sym);
+        Error::Unsupported { symbol: i.name, needs: i.since.to_string(), loaded: self.version.to_string() }
     }
 }
 
@@ -600,7 +456,7 @@ fn resolved_path(requested: &Path, entries: &[Option<Entry>]) -> Option<PathBuf>
     if requested.components().count() > 1 {
         return None;
     }
-    let func = entries[Sym::GetVersion as usize].as_ref()?.func as usize;
+    let func = entries[Sym::GetVersion as usize].as_ref()?.address() as usize;
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines().find_map(|line| {
         let mut parts = line.split_whitespace();
@@ -623,13 +479,5 @@ mod tests {
         assert_eq!(Version::from_code(-5), None);
         assert_eq!(Version::new(2, 18, 3).code(), 21803);
         assert_eq!(Version::new(2, 7, 8).code(), 2708);
-    }
-
-    #[test]
-    fn every_symbol_has_a_plan_shape() {
-        for (i, s) in SYMBOLS.iter().enumerate() {
-            assert_eq!(s.sym as usize, i, "{} out of order", s.name);
-            signature(s).unwrap();
-        }
     }
 }

@@ -5,17 +5,24 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use crate::arg;
 use crate::nccl::communicator::{Allow, Communicator, Deadline};
-use crate::nccl::library::{Nccl, Sym};
+use crate::nccl::functions::Function;
+use crate::nccl::library::Nccl;
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp, ScalarResidence};
-use crate::Error;
+use crate::{CArgs, Error};
 
 impl Communicator {
-    /// Calls `sym` on this communicator (under its call lock); `ncclInProgress` (non-blocking
-    /// mode) is waited out within the operation timeout; anything else but success is an error.
-    fn call_checked(&self, sym: Sym, args: &[*const c_void]) -> Result<(), Error> {
-        match self.shared.call(sym, args, Allow::Ready)? {
+    /// Calls `function` on this communicator (under its call lock); `ncclInProgress`
+    /// (non-blocking mode) is waited out within the operation timeout; anything else but
+    /// success is an error.
+    ///
+    /// # Safety
+    ///
+    /// NCCL's contract for `function` holds for `args`.
+    unsafe fn call_checked<A: CArgs>(&self, function: &Function<A, NcclResult>, args: A) -> Result<(), Error> {
+        let sym = function.sym();
+        // SAFETY: the caller's contract.
+        match unsafe { self.shared.call(function, args, Allow::Ready) }? {
             r if r.is_success() => Ok(()),
             NcclResult::IN_PROGRESS => self.shared.wait_done(sym, Deadline::after(self.timeouts().operation)),
             r => Err(self.shared.nccl.failure(sym, r, self.shared.handle())),
@@ -28,7 +35,10 @@ impl Communicator {
         let mut op = RedOp(0);
         let (out, s): (*mut RedOp, *const T) = (&mut op, &scalar);
         let (dtype, residence, comm) = (T::DATA_TYPE, ScalarResidence::HOST_IMMEDIATE, self.shared.handle());
-        self.call_checked(Sym::RedOpCreatePreMulSum, &[arg(&out), arg(&s), arg(&dtype), arg(&residence), arg(&comm)])?;
+        let f = &self.shared.nccl.functions().red_op_create_pre_mul_sum;
+        // SAFETY: `out` and the scalar are valid for the call (NCCL reads a host-immediate
+        // scalar during it); `comm` is this communicator's handle.
+        unsafe { self.call_checked(f, (out, s.cast_mut().cast(), dtype, residence, comm)) }?;
         Ok(CustomRedOp { comm: self, op })
     }
 
@@ -41,7 +51,8 @@ impl Communicator {
     pub unsafe fn register(&self, buf: *mut c_void, size: usize) -> Result<Registration<'_>, Error> {
         let mut handle: *mut c_void = ptr::null_mut();
         let (out, comm): (*mut *mut c_void, _) = (&mut handle, self.shared.handle());
-        self.call_checked(Sym::CommRegister, &[arg(&comm), arg(&buf), arg(&size), arg(&out)])?;
+        // SAFETY: `buf` is the caller's (this function's contract); `out` is valid for the call.
+        unsafe { self.call_checked(&self.shared.nccl.functions().comm_register, (comm, buf, size, out)) }?;
         Ok(Registration { comm: self, handle, window: false })
     }
 
@@ -53,7 +64,9 @@ impl Communicator {
     pub unsafe fn window_register(&self, buf: *mut c_void, size: usize, flags: i32) -> Result<Registration<'_>, Error> {
         let mut win: *mut c_void = ptr::null_mut();
         let (out, comm): (*mut *mut c_void, _) = (&mut win, self.shared.handle());
-        self.call_checked(Sym::CommWindowRegister, &[arg(&comm), arg(&buf), arg(&size), arg(&out), arg(&flags)])?;
+        let f = &self.shared.nccl.functions().comm_window_register;
+        // SAFETY: as in `register`.
+        unsafe { self.call_checked(f, (comm, buf, size, out, flags)) }?;
         Ok(Registration { comm: self, handle: win, window: true })
     }
 }
@@ -76,7 +89,9 @@ impl CustomRedOp<'_> {
 impl Drop for CustomRedOp<'_> {
     fn drop(&mut self) {
         let comm = self.comm.shared.handle();
-        let _ = self.comm.shared.call(Sym::RedOpDestroy, &[arg(&self.op), arg(&comm)], Allow::Ready);
+        let f = &self.comm.shared.nccl.functions().red_op_destroy;
+        // SAFETY: an op this communicator created, destroyed once.
+        let _ = unsafe { self.comm.shared.call(f, (self.op, comm), Allow::Ready) };
     }
 }
 
@@ -98,9 +113,11 @@ impl Registration<'_> {
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
-        let sym = if self.window { Sym::CommWindowDeregister } else { Sym::CommDeregister };
+        let functions = self.comm.shared.nccl.functions();
+        let f = if self.window { &functions.comm_window_deregister } else { &functions.comm_deregister };
         let comm = self.comm.shared.handle();
-        let _ = self.comm.shared.call(sym, &[arg(&comm), arg(&self.handle)], Allow::Ready);
+        // SAFETY: a registration (or window) of this communicator, ended once.
+        let _ = unsafe { self.comm.shared.call(f, (comm, self.handle), Allow::Ready) };
     }
 }
 
@@ -128,7 +145,8 @@ impl DeviceAllocation<'_> {
 
 impl Drop for DeviceAllocation<'_> {
     fn drop(&mut self) {
-        let _ = self.nccl.check(Sym::MemFree, &[arg(&self.ptr)], ptr::null_mut());
+        // SAFETY: memory from ncclMemAlloc, freed once.
+        let _ = unsafe { self.nccl.check(&self.nccl.functions().mem_free, (self.ptr,), ptr::null_mut()) };
     }
 }
 
@@ -137,7 +155,8 @@ impl Nccl {
     pub fn mem_alloc(&self, size: usize) -> Result<DeviceAllocation<'_>, Error> {
         let mut p: *mut c_void = ptr::null_mut();
         let out: *mut *mut c_void = &mut p;
-        self.check(Sym::MemAlloc, &[arg(&out), arg(&size)], ptr::null_mut())?;
+        // SAFETY: `out` is valid for the call.
+        unsafe { self.check(&self.functions().mem_alloc, (out, size), ptr::null_mut()) }?;
         Ok(DeviceAllocation { nccl: self, ptr: p, size })
     }
 }

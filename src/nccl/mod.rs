@@ -27,6 +27,7 @@ mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
 mod discovery;
+mod functions;
 mod group;
 mod library;
 mod memory;

@@ -5,7 +5,7 @@ use core::fmt;
 
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
-use crate::Error;
+use crate::{Aggregate, CArg, CRet, Error, Type};
 
 /// `ncclResult_t`: an open newtype, so a code from a newer NCCL is kept, never mistaken for
 /// success.
@@ -206,6 +206,53 @@ impl UniqueId {
 impl fmt::Debug for UniqueId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("UniqueId(<128 bytes, redacted>)")
+    }
+}
+
+// How the facade's types are passed to C (the typed bindings of `nccl::functions`).
+
+// SAFETY: `ncclResult_t` is a C enum, an `int`; NcclResult is a transparent i32, returned as one.
+unsafe impl CRet for NcclResult {
+    fn c_type() -> Option<Type> {
+        Some(Type::I32)
+    }
+}
+
+/// The C enums, open `#[repr(transparent)]` newtypes over `i32`, passed as `int`.
+macro_rules! c_enums {
+    ($($t:ty),*) => {$(
+        // SAFETY: a transparent i32, passed as C's `int` (the enum's type): its word is the i32's.
+        unsafe impl CArg for $t {
+            fn c_type() -> Type {
+                Type::I32
+            }
+            #[inline(always)]
+            fn word(&self) -> u64 {
+                self.0.word()
+            }
+        }
+    )*};
+}
+c_enums!(DataType, RedOp, ScalarResidence, NcclResult);
+
+// SAFETY: `typedef struct { char internal[128]; } ncclUniqueId;`: 128 one-byte elements at
+// offset 0, alignment 1 (asserted above). `char` is described as `I8`: signed or not, a `char`
+// array is placed alike (an aggregate of one-byte integers). Passed by value as an aggregate: its
+// word is its address (the default).
+unsafe impl CArg for UniqueId {
+    const AGGREGATE: bool = true;
+
+    fn c_type() -> Type {
+        unique_id_type()
+    }
+}
+
+/// The C type of `ncclUniqueId`.
+pub(crate) fn unique_id_type() -> Type {
+    match Aggregate::builder().array(Type::I8, UNIQUE_ID_BYTES).build() {
+        Ok(a) => Type::Aggregate(a),
+        // An array of 128 bytes always lays out.
+        Err(_) => unreachable!("ncclUniqueId lays out"),
     }
 }
 
