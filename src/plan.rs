@@ -500,7 +500,7 @@ mod tests {
     fn limits_are_plan_time_errors() {
         let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 512).build().unwrap());
         let sig = Signature::new(vec![big; 3], None).unwrap();
-        for abi in [Abi::SysVX86_64, Abi::Aapcs64] {
+        for abi in [Abi::SysVX86_64, Abi::Aapcs64, Abi::Lp64d] {
             let err = CallPlan::for_abi(abi, &sig).unwrap_err();
             assert!(matches!(err, Error::StackTooLarge { .. } | Error::CopiesTooLarge { .. }), "{abi:?}: {err}");
         }
