@@ -1,7 +1,7 @@
 //! ABI conformance of the call core, with the C compiler as oracle: pinned shapes (the NCCL
 //! prototypes and every rule with a trap in it) and a seeded generator of random signatures.
 //! Runs natively on x86-64 and under `qemu-aarch64 -cpu max` for AArch64.
-#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 
 mod common;
 
