@@ -559,3 +559,55 @@ fn typed_bindings_match_the_c_compiler() {
         reduce.code_path()
     );
 }
+
+/// riscv64: the register bits the byte-recording oracle cannot see, read raw by assembly
+/// probes (tests/c/callee_saved.S): a `uint32_t` arrives sign-extended from bit 31 and a
+/// `float` in an f register NaN-boxed (upper 32 bits all ones), through the checked program,
+/// the typed program and a typed binding. Negative control: the probes see the difference.
+#[cfg(target_arch = "riscv64")]
+#[test]
+fn lp64d_extends_uint32_and_nan_boxes_floats() {
+    let oracle = build_oracle("raw-registers", &[]);
+    let u = 0x8000_0001u32;
+    let u32_sig = Signature::new(vec![Type::U32], Some(Type::U64)).unwrap();
+    // A float after an int64_t: off the word bodies, so the walk's flw is what runs.
+    let f32_sig = Signature::new(vec![Type::F32, Type::F32], Some(Type::U64)).unwrap();
+    let (x, y) = (1.5f32, -2.25f32);
+    let cases: [(&str, &Signature, Vec<*const c_void>, u64); 3] = [
+        ("nt_raw_a0", &u32_sig, vec![arg(&u)], 0xffff_ffff_8000_0001),
+        ("nt_raw_fa0", &f32_sig, vec![arg(&x), arg(&y)], 0xffff_ffff_0000_0000 | u64::from(x.to_bits())),
+        ("nt_raw_fa1", &f32_sig, vec![arg(&x), arg(&y)], 0xffff_ffff_0000_0000 | u64::from(y.to_bits())),
+    ];
+    for (name, sig, args, expected) in cases {
+        let plan = CallPlan::new(sig).unwrap();
+        let func = oracle.sym(name);
+        let mut raw = 0u64;
+        // SAFETY: the probe takes the planned arguments and returns a 64-bit value.
+        unsafe { plan.call(func, &args, (&mut raw as *mut u64).cast()) }.unwrap();
+        assert_eq!(raw, expected, "{name} (checked {:?}): {raw:#x}", plan.code_path());
+        let words = words_of(sig, &args);
+        let mut raw = 0u64;
+        // SAFETY: as above; the words encode the same arguments.
+        unsafe { plan.call_words(func, &words, (&mut raw as *mut u64).cast()) }.unwrap();
+        assert_eq!(raw, expected, "{name} (typed {:?}): {raw:#x}", plan.typed_code_path());
+    }
+    // SAFETY: nt_raw_a0 takes a uint32_t and returns its register as uint64_t.
+    let bound = unsafe { CallPlan::new(&u32_sig).unwrap().bind::<(u32,), u64>(oracle.sym("nt_raw_a0")) }.unwrap();
+    // SAFETY: bound to nt_raw_a0 with its prototype.
+    assert_eq!(unsafe { bound.call((u,)) }, 0xffff_ffff_8000_0001, "typed binding (CArg::word)");
+    // Negative control: a zero-extended uint32_t (an int64_t plan) reads differently.
+    let wide = CallPlan::new(&Signature::new(vec![Type::U64], Some(Type::U64)).unwrap()).unwrap();
+    let z = u64::from(u);
+    let mut raw = 0u64;
+    // SAFETY: as above, with a uint64_t argument.
+    unsafe { wide.call(oracle.sym("nt_raw_a0"), &[arg(&z)], (&mut raw as *mut u64).cast()) }.unwrap();
+    assert_eq!(raw, 0x8000_0001, "the probe does not see the upper bits");
+    // And a float's bits loaded as a double (fld, no NaN-box) read differently too.
+    let unboxed = CallPlan::new(&Signature::new(vec![Type::F64], Some(Type::U64)).unwrap()).unwrap();
+    let d = f64::from_bits(u64::from(x.to_bits()));
+    let mut raw = 0u64;
+    // SAFETY: as above, with a double argument.
+    unsafe { unboxed.call(oracle.sym("nt_raw_fa0"), &[arg(&d)], (&mut raw as *mut u64).cast()) }.unwrap();
+    assert_eq!(raw, u64::from(x.to_bits()), "the probe does not see the NaN-box");
+    eprintln!("raw registers: uint32_t sign-extended, floats NaN-boxed (checked, typed, bound)");
+}

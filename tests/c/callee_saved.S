@@ -528,6 +528,30 @@ nt_low_byte:
     ret
     .size nt_low_byte, .-nt_low_byte
 
+/* Probes for what the byte-recording oracle cannot see (it records sizeof bytes): each
+ * returns an argument register's raw 64 bits. nt_raw_a0(uint32_t): a0 as received (LP64D
+ * sign-extends a uint32_t); nt_raw_fa0(float): fa0 as received (a float must be NaN-boxed:
+ * upper 32 bits all ones); nt_raw_fa1(float, float): fa1 likewise. */
+    .globl nt_raw_a0
+    .type nt_raw_a0, %function
+nt_raw_a0:
+    ret
+    .size nt_raw_a0, .-nt_raw_a0
+
+    .globl nt_raw_fa0
+    .type nt_raw_fa0, %function
+nt_raw_fa0:
+    fmv.x.d a0, fa0
+    ret
+    .size nt_raw_fa0, .-nt_raw_fa0
+
+    .globl nt_raw_fa1
+    .type nt_raw_fa1, %function
+nt_raw_fa1:
+    fmv.x.d a0, fa1
+    ret
+    .size nt_raw_fa1, .-nt_raw_fa1
+
     .globl nt_no_cfi_entry
     .type nt_no_cfi_entry, %function
 nt_no_cfi_entry:
