@@ -60,7 +60,7 @@ pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&
     for (i, src) in sources.iter().enumerate() {
         let obj = dir.join(format!("{name}-{i}.o"));
         let child = Command::new(&cc)
-            .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Werror=implicit-function-declaration"])
+            .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Wno-psabi", "-Werror=implicit-function-declaration"])
             .args(flags)
             .args(extra_cflags())
             .arg("-o")
@@ -159,7 +159,7 @@ pub fn word_of(ty: &Type, bytes: &[u8]) -> u64 {
     let mut raw = [0u8; 8];
     let n = ty.size().min(8);
     match ty {
-        Type::Aggregate(_) => return bytes.as_ptr() as u64,
+        t if !t.is_word() => return bytes.as_ptr() as u64,
         _ => raw[..n].copy_from_slice(&bytes[..n]),
     }
     let v = u64::from_ne_bytes(raw);
@@ -183,10 +183,10 @@ pub fn check_plan_call(
     unchecked: bool,
     pattern: &mut Pattern,
 ) -> Result<(), String> {
-    let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.fill(t.size())).collect();
+    let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.value(t)).collect();
     let before = args.clone();
     let ret_size = sig.ret().map_or(0, Type::size);
-    let ret_bytes = pattern.fill(ret_size);
+    let ret_bytes = sig.ret().map_or_else(Vec::new, |t| pattern.value(t));
     oracle.set_return_bytes(&ret_bytes);
     let arg_ptrs: Vec<*const c_void> = args.iter().map(|a| a.as_ptr().cast()).collect();
 
