@@ -24,7 +24,7 @@
 //! - `long double` is IEEE binary128: a floating-point type of 16 bytes, in a whole `q` register
 //!   (C.1), an HFA member type (up to four in q0..q3), 16-aligned on the stack (C.6); returned in
 //!   q0. `_Complex T` is an HFA of two `T` (a complex type counts as a composite of two members).
-//! - `__int128` (alignment 16): C.9 rounds NGRN up to even, C.10 takes x[NGRN], x[NGRN+1] when
+//! - `__int128` (alignment 16): C.9 rounds NGRN up to even, C.10 takes `x[NGRN]`, `x[NGRN+1]` when
 //!   both are free, else NGRN becomes 8 and it goes to the stack at a 16-aligned NSAA (C.13);
 //!   returned in x0:x1.
 //!
