@@ -31,12 +31,6 @@ use crate::abi::{Loc, Move, ResultPlace, RetReg};
 use crate::engine::layout::*;
 use crate::engine::{self, VectorCopy};
 use crate::Signature;
-#[cfg(any(
-    nccl_trampoline_asm = "x86_64_sysv",
-    nccl_trampoline_asm = "aarch64_aapcs64",
-    nccl_trampoline_asm = "riscv64_lp64d"
-))]
-use crate::Type;
 
 /// Which entry family a program is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,7 +112,7 @@ fn words_shape(sig: &Signature, p: &Placement) -> Option<usize> {
     }
     let regs = INT_REGS.len();
     for (i, (m, ty)) in p.moves.iter().zip(sig.args()).enumerate() {
-        if ty.is_float() || matches!(ty, Type::Aggregate(_)) {
+        if ty.is_float() || !ty.is_word() {
             return None;
         }
         let identity = match *m {
@@ -229,8 +223,9 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
         }
     }
 
-    // A scalar argument of a typed call is its word; everything else is read through a pointer.
-    let word = |a: u16| mode == Mode::Typed && !matches!(sig.args()[usize::from(a)], Type::Aggregate(_));
+    // A word argument of a typed call is its word; everything else (aggregates, __int128, long
+    // double, complex) is read through the address its word holds, as in the checked program.
+    let word = |a: u16| mode == Mode::Typed && sig.args()[usize::from(a)].is_word();
     let arg = |a: u16| 8 * u64::from(a);
     let mut frame = Ops(Vec::new());
     let mut late = Ops(Vec::new());
@@ -247,6 +242,10 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
             }
             Move::Bytes { arg: a, len, to: Loc::Vec(r), .. } if word(a) => {
                 regs.push(H_WVEC + i64::from(r) * 2 + float_index(len), arg(a), 0)
+            }
+            #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
+            Move::Bytes { arg: a, src, len: 16, to: Loc::Vec(r) } => {
+                regs.push(H_VECQ + i64::from(r), arg(a), u64::from(src))
             }
             Move::Bytes { arg: a, src, len, to: Loc::Vec(r) } => {
                 regs.push(H_VEC + i64::from(r) * 2 + float_index(len), arg(a), u64::from(src))
@@ -309,7 +308,10 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
                 after.push(H_DONEI + i64::from(pieces[0].len) - 1, 0, 0)
             }
             ResultPlace::Regs(pieces)
-                if pieces.len() == 1 && pieces[0].dst == 0 && pieces[0].from == RetReg::Vec(0) =>
+                if pieces.len() == 1
+                    && pieces[0].dst == 0
+                    && pieces[0].from == RetReg::Vec(0)
+                    && pieces[0].len <= 8 =>
             {
                 after.push(H_DONEV + float_index(pieces[0].len), 0, 0)
             }
@@ -327,7 +329,13 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
                                 H_RESA + at as i64
                             }
                             RetReg::Int(_) => H_RESD + i64::from(piece.len) - 1,
+                            #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
+                            RetReg::Vec(r) if piece.len == 16 => H_RESQ + i64::from(r),
                             RetReg::Vec(r) => H_RESV + i64::from(r) * 2 + float_index(piece.len),
+                            #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+                            RetReg::X87(_) => H_RESX,
+                            #[cfg(not(nccl_trampoline_asm = "x86_64_sysv"))]
+                            RetReg::X87(_) => unreachable!("only the x86-64 placement returns in x87 registers"),
                         };
                         after.push(handler, u64::from(piece.dst), 0);
                     }

@@ -26,6 +26,12 @@
 //!   skips a7 everything after it is on the stack.
 //! - On the stack, arguments are aligned to max(8, alignment), at most 16, and take a multiple
 //!   of 8 bytes.
+//! - `__int128`, `unsigned __int128` and `long double` (IEEE binary128, wider than FLEN) are
+//!   2 x XLEN scalars: a register pair (an even-numbered one only when variadic), split between
+//!   a7 and the stack, or a 16-aligned stack slot; never f registers, and a struct holding a
+//!   `long double` is not flattened. `_Complex float` / `_Complex double` are placed like a
+//!   struct of two FP reals (fa registers when named and two are free, else the integer
+//!   convention); `_Complex long double` (32 bytes) by reference.
 //! - Results as the first named argument would be passed: a0/a1, fa0, fa0/fa1 or fa0 + a0 for
 //!   a flattened struct; larger than 16 bytes through a caller buffer whose address is an
 //!   implicit first argument in a0.
@@ -45,7 +51,7 @@ pub fn flatten(agg: &Aggregate) -> Option<Vec<(usize, Type)>> {
     // bytes, and GCC still passes it in registers (`riscv_flatten_aggregate_argument` looks at
     // the members only).
     let members = agg.scalars();
-    let fp = members.iter().filter(|(_, t)| t.is_float()).count();
+    let fp = members.iter().filter(|(_, t)| is_fp_real(t)).count();
     let int = members.iter().filter(|(_, t)| is_integer(t)).count();
     match (members.len(), fp, int) {
         (1, 1, 0) | (2, 2, 0) | (2, 1, 1) => Some(members),
@@ -53,6 +59,13 @@ pub fn flatten(agg: &Aggregate) -> Option<Vec<(usize, Type)>> {
     }
 }
 
+/// A floating-point real no wider than FLEN (a `long double`, 16 bytes, is not: it takes the
+/// integer convention, and a struct holding one is not flattened).
+fn is_fp_real(t: &Type) -> bool {
+    matches!(t, Type::F32 | Type::F64)
+}
+
+/// An integer no wider than XLEN (not `__int128`, not a pointer).
 fn is_integer(t: &Type) -> bool {
     matches!(t, Type::I8 | Type::U8 | Type::I16 | Type::U16 | Type::I32 | Type::U32 | Type::I64 | Type::U64)
 }
@@ -89,6 +102,25 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
 
     let result = match sig.ret() {
         None => ResultPlace::Void,
+        // `_Complex float` / `_Complex double`: like a struct of two FP reals (fa0, fa1).
+        Some(t @ (Type::ComplexF32 | Type::ComplexF64)) => {
+            let half = offset32(t.size() / 2);
+            ResultPlace::Regs(vec![
+                RetPiece { from: RetReg::Vec(0), dst: 0, len: half },
+                RetPiece { from: RetReg::Vec(1), dst: half, len: half },
+            ])
+        }
+        // 2 x XLEN scalars (`__int128`, `long double` as binary128) in a0:a1.
+        Some(Type::I128 | Type::U128 | Type::LongDouble) => ResultPlace::Regs(vec![
+            RetPiece { from: RetReg::Int(0), dst: 0, len: 8 },
+            RetPiece { from: RetReg::Int(1), dst: 8, len: 8 },
+        ]),
+        // `_Complex long double`: 32 bytes, through the caller's buffer.
+        Some(Type::ComplexLongDouble) => {
+            st.moves.push(Move::ResultAddress { to: Loc::Int(0) });
+            st.ngr = 1;
+            ResultPlace::Indirect { via_x8: false }
+        }
         Some(Type::Aggregate(agg)) => match flatten(agg) {
             Some(members) => {
                 let mut fp = 0u8;
@@ -96,7 +128,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                     members
                         .iter()
                         .map(|(off, t)| {
-                            let from = if t.is_float() {
+                            let from = if is_fp_real(t) {
                                 fp += 1;
                                 RetReg::Vec(fp - 1)
                             } else {
@@ -145,7 +177,32 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                 st.moves.push(Move::Bytes { arg, src: 0, len: offset32(ty.size()), to });
             }
             Type::Aggregate(agg) => place_aggregate(&mut st, arg, agg, variadic),
-            _ => {
+            Type::ComplexF32 | Type::ComplexF64 => {
+                let half = ty.size() / 2;
+                if !variadic && st.nfr + 2 <= FP_REGS {
+                    // Like a struct of two FP reals: fa registers, real part first.
+                    for k in 0..2 {
+                        let src = offset32(k * half);
+                        st.moves.push(Move::Bytes { arg, src, len: offset32(half), to: Loc::Vec(st.nfr) });
+                        st.nfr += 1;
+                    }
+                } else {
+                    place_in_integer_registers(&mut st, arg, ty.size(), ty.align(), variadic);
+                }
+            }
+            // 2 x XLEN scalars: a register pair (an even one when variadic), split between a7 and
+            // the stack, or the stack; never FP registers (binary128 is wider than FLEN).
+            Type::I128 | Type::U128 | Type::LongDouble => place_in_integer_registers(&mut st, arg, 16, 16, variadic),
+            Type::ComplexLongDouble => place_by_reference(&mut st, arg, ty.size()),
+            Type::I8
+            | Type::U8
+            | Type::I16
+            | Type::U16
+            | Type::I32
+            | Type::U32
+            | Type::I64
+            | Type::U64
+            | Type::Pointer => {
                 let to = st.int_or_stack();
                 // Widened by signedness to 32 bits, then sign-extended: uint32_t too.
                 let signed = ty.is_signed() || *ty == Type::U32;
@@ -167,11 +224,11 @@ fn place_aggregate(st: &mut State, arg: u16, agg: &Aggregate, variadic: bool) {
     let size = agg.size();
     if !variadic {
         if let Some(members) = flatten(agg) {
-            let fp = members.iter().filter(|(_, t)| t.is_float()).count() as u8;
+            let fp = members.iter().filter(|(_, t)| is_fp_real(t)).count() as u8;
             let int = members.len() as u8 - fp;
             if st.nfr + fp <= FP_REGS && st.ngr + int <= INT_REGS {
                 for (off, t) in members {
-                    let to = if t.is_float() {
+                    let to = if is_fp_real(&t) {
                         st.nfr += 1;
                         Loc::Vec(st.nfr - 1)
                     } else {
@@ -186,17 +243,27 @@ fn place_aggregate(st: &mut State, arg: u16, agg: &Aggregate, variadic: bool) {
     }
 
     if size > 16 {
-        // By reference: a private, 16-aligned copy for this call, its address an integer.
-        let copy = offset32(st.copies);
-        st.copies += size.next_multiple_of(16);
-        st.moves.push(Move::Copy { arg, len: offset32(size), copy });
-        let to = st.int_or_stack();
-        st.moves.push(Move::CopyAddress { copy, to });
-        return;
+        place_by_reference(st, arg, size);
+    } else {
+        place_in_integer_registers(st, arg, size, agg.align(), variadic);
     }
+}
 
+/// Larger than 2 x XLEN: a private, 16-aligned copy for this call, its address an integer.
+fn place_by_reference(st: &mut State, arg: u16, size: usize) {
+    let copy = offset32(st.copies);
+    st.copies += size.next_multiple_of(16);
+    st.moves.push(Move::Copy { arg, len: offset32(size), copy });
+    let to = st.int_or_stack();
+    st.moves.push(Move::CopyAddress { copy, to });
+}
+
+/// The integer convention for a value of at most 2 x XLEN bytes (an aggregate, a 2 x XLEN
+/// scalar, a complex number without FP registers): one or two a registers, split between a7
+/// and the stack, or the stack.
+fn place_in_integer_registers(st: &mut State, arg: u16, size: usize, align: usize, variadic: bool) {
     let words = size.div_ceil(8) as u8;
-    if variadic && agg.align() >= 16 {
+    if variadic && align >= 16 {
         // An aligned register pair; skipping a7 sends everything after it to the stack.
         st.ngr = st.ngr.next_multiple_of(2).min(INT_REGS);
     }
@@ -214,7 +281,7 @@ fn place_aggregate(st: &mut State, arg: u16, agg: &Aggregate, variadic: bool) {
         let to = st.stack_slot(size - 8, 8);
         st.moves.push(Move::Bytes { arg, src: 8, len: offset32(size - 8), to });
     } else {
-        let to = st.stack_slot(size, agg.align());
+        let to = st.stack_slot(size, align);
         st.moves.push(Move::Bytes { arg, src: 0, len: offset32(size), to });
     }
 }
@@ -319,6 +386,49 @@ mod tests {
         assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(2) });
         // Named: no skipping.
         let p = place(&Signature::new(vec![Type::I32, a16], None).unwrap()).unwrap();
+        assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(1) });
+    }
+
+    #[test]
+    fn wide_scalars_take_a_pair_an_even_one_only_when_variadic() {
+        for wide in [Type::I128, Type::U128, Type::LongDouble] {
+            let p =
+                place(&Signature::new(vec![Type::I32, wide.clone(), Type::F64], Some(wide.clone())).unwrap()).unwrap();
+            assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(1) }, "{wide:?}");
+            assert_eq!(p.moves[2], Move::Bytes { arg: 1, src: 8, len: 8, to: Loc::Int(2) });
+            assert_eq!(p.moves[3], Move::Bytes { arg: 2, src: 0, len: 8, to: Loc::Vec(0) });
+            assert_eq!(
+                p.result,
+                ResultPlace::Regs(vec![
+                    RetPiece { from: RetReg::Int(0), dst: 0, len: 8 },
+                    RetPiece { from: RetReg::Int(1), dst: 8, len: 8 },
+                ])
+            );
+            let p = place(&Signature::variadic(1, vec![Type::I32, wide.clone()], None).unwrap()).unwrap();
+            assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(2) }, "{wide:?}");
+        }
+        // A long double member is wider than FLEN: no flattening.
+        let s = Aggregate::builder().field(Type::LongDouble).build().unwrap();
+        assert_eq!(flatten(&s), None);
+    }
+
+    #[test]
+    fn complex_numbers_are_two_fp_reals_or_by_reference() {
+        let p = place(
+            &Signature::new(
+                vec![Type::ComplexF32, Type::ComplexF64, Type::ComplexLongDouble],
+                Some(Type::ComplexLongDouble),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(p.moves[0], Move::ResultAddress { to: Loc::Int(0) });
+        assert_eq!(p.moves[2], Move::Bytes { arg: 0, src: 4, len: 4, to: Loc::Vec(1) });
+        assert_eq!(p.moves[4], Move::Bytes { arg: 1, src: 8, len: 8, to: Loc::Vec(3) });
+        assert_eq!(p.moves[5], Move::Copy { arg: 2, len: 32, copy: 0 });
+        assert_eq!(p.moves[6], Move::CopyAddress { copy: 0, to: Loc::Int(1) });
+        // Variadic: the integer convention.
+        let p = place(&Signature::variadic(1, vec![Type::I32, Type::ComplexF64], None).unwrap()).unwrap();
         assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(1) });
     }
 

@@ -135,6 +135,9 @@ pub enum RetReg {
     Int(u8),
     /// xmm0, xmm1 / v0..v3 / fa0, fa1.
     Vec(u8),
+    /// The x87 register stack (x86-64 only): `st(0)`, `st(1)`. A piece of this kind is a
+    /// `long double` (10 value bytes), popped from the x87 stack as it is stored.
+    X87(u8),
 }
 
 /// Where the result comes back.
