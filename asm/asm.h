@@ -1,6 +1,6 @@
 /*
- * Shared by asm/x86_64.S, asm/aarch64.S and asm/riscv64.S: the code-table and function macros, the landing
- * pads, the GNU property note and the non-executable-stack note. One place, so that no piece
+ * Shared by asm/x86_64.S, asm/aarch64.S and asm/riscv64.S: the code-table and function
+ * macros, the landing pads, the GNU property note and the non-executable-stack note. One place, so that no piece
  * of code can be written without them (the Linux kernel's SYM_FUNC_START/END idea).
  *
  * Every piece of code is a local function symbol (nt_<name>: visible to debuggers and
