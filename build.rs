@@ -39,13 +39,23 @@ const FRAME_X86_64: &[(&str, i64, &str)] = &[
     ("SLOT_RET", -24, "checked walk: the caller's result buffer"),
     ("FRAME_SLOTS", 32, "bytes of slots below the saved %rbp (keeps %rsp 16-aligned)"),
 ];
+const FRAME_RISCV64: &[(&str, i64, &str)] = &[
+    ("SLOT_RET", -24, "checked walk: the caller's result buffer (below the saved ra and s0)"),
+    ("SLOT_CONT", -32, "framed walk: the op the walk continues at after the call"),
+    ("FRAME_RECORD", 32, "saved ra, s0 and the two slots, a multiple of 16; s0 = sp + FRAME_RECORD"),
+];
 const FRAME_AARCH64: &[(&str, i64, &str)] = &[
     ("SLOT_RET", 16, "checked walk: the caller's result buffer"),
     ("SLOT_CONT", 24, "framed walk: the op the walk continues at after the call"),
     ("FRAME_RECORD", 48, "frame record (x29, x30) plus slots, a multiple of 16"),
 ];
 
+/// Integer widths and extensions of the `int` and `stk` handlers (ADR 2): sign- or zero-extended
+/// 8, 16 and 32 bits, and 64 bits as is.
 const EXT: &[&str] = &["s8", "s16", "s32", "z8", "z16", "z32", "q64"];
+/// LP64D has no zero-extended 32-bit integer: a `uint32_t` is sign-extended to 64 bits like an
+/// `int32_t` (RISC-V psABI, "Integer Calling Convention").
+const EXT_RISCV64: &[&str] = &["s8", "s16", "s32", "z8", "z16", "q64"];
 const LENS: &[&str] = &["1", "2", "3", "4", "5", "6", "7", "8"];
 const FLOAT_LENS: &[&str] = &["4", "8"];
 
@@ -53,6 +63,8 @@ const FLOAT_LENS: &[&str] = &["4", "8"];
 struct Arch {
     asm: &'static str,
     cfg: &'static str,
+    /// Integer widths and extensions (`EXT` or a subset).
+    ext: &'static [&'static str],
     /// Integer argument registers, in ABI order.
     int_regs: &'static [&'static str],
     vec_regs: &'static [&'static str],
@@ -65,10 +77,13 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
     const X86_VEC: &[&str] = &["xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7"];
     const A64_INT: &[&str] = &["x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"];
     const A64_VEC: &[&str] = &["v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"];
+    const RV_INT: &[&str] = &["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"];
+    const RV_VEC: &[&str] = &["fa0", "fa1", "fa2", "fa3", "fa4", "fa5", "fa6", "fa7"];
     match (arch, os) {
         ("x86_64", "linux") => Some(Arch {
             asm: "asm/x86_64.S",
             cfg: "x86_64_sysv",
+            ext: EXT,
             int_regs: X86_INT,
             vec_regs: X86_VEC,
             families: vec![
@@ -89,6 +104,8 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("resa", vec![&["4", "8"]]),
                 ("resd", vec![LENS]),
                 ("resv", vec![&["xmm0", "xmm1"], FLOAT_LENS]),
+                // A long double result (X87, COMPLEX_X87): %st(0) stored and popped.
+                ("resx", vec![]),
                 ("donei", vec![LENS]),
                 ("donev", vec![FLOAT_LENS]),
                 ("return", vec![]),
@@ -99,11 +116,14 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
         ("aarch64", "linux") => Some(Arch {
             asm: "asm/aarch64.S",
             cfg: "aarch64_aapcs64",
+            ext: EXT,
             int_regs: A64_INT,
             vec_regs: A64_VEC,
             families: vec![
                 ("int", vec![A64_INT, EXT]),
                 ("vec", vec![A64_VEC, FLOAT_LENS]),
+                // A whole q register: a long double (binary128) or a member of an HFA of them.
+                ("vecq", vec![A64_VEC]),
                 ("load", vec![LENS]),
                 ("movi", vec![A64_INT]),
                 ("caddr", vec![A64_INT]),
@@ -121,12 +141,50 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("resa", vec![&["8"]]),
                 ("resd", vec![LENS]),
                 ("resv", vec![&["v0", "v1", "v2", "v3"], FLOAT_LENS]),
+                ("resq", vec![&["v0", "v1", "v2", "v3"]]),
                 ("donei", vec![LENS]),
                 ("donev", vec![FLOAT_LENS]),
                 ("return", vec![]),
                 ("done", vec![]),
             ],
             frame: FRAME_AARCH64,
+        }),
+        ("riscv64", "linux") => Some(Arch {
+            asm: "asm/riscv64.S",
+            cfg: "riscv64_lp64d",
+            ext: EXT_RISCV64,
+            int_regs: RV_INT,
+            vec_regs: RV_VEC,
+            families: vec![
+                ("int", vec![RV_INT, EXT_RISCV64]),
+                ("vec", vec![RV_VEC, FLOAT_LENS]),
+                ("load", vec![LENS]),
+                ("movi", vec![RV_INT]),
+                // The second half of an aggregate split between a7 and the stack: the bytes of
+                // the load op before it, stored at the bottom of the outgoing area.
+                ("movstk", vec![]),
+                ("caddr", vec![RV_INT]),
+                ("wint", vec![RV_INT]),
+                ("wvec", vec![RV_VEC, FLOAT_LENS]),
+                ("call", vec![]),
+                ("stk", vec![EXT_RISCV64]),
+                ("wstk", vec![]),
+                ("copy", vec![&["xlen"]]),
+                ("stkcaddr", vec![]),
+                ("retaddr", vec![]),
+                ("enter", vec![]),
+                // A multi-piece result: a0 holds the integer member of a flattened struct (1,
+                // 2, 4 or 8 bytes) or the first 8 bytes of one in a0:a1, a1 1 to 8; one-piece
+                // results at offset 0 use donei / donev.
+                ("resa", vec![&["1", "2", "4", "8"]]),
+                ("resd", vec![LENS]),
+                ("resv", vec![&["fa0", "fa1"], FLOAT_LENS]),
+                ("donei", vec![LENS]),
+                ("donev", vec![FLOAT_LENS]),
+                ("return", vec![]),
+                ("done", vec![]),
+            ],
+            frame: FRAME_RISCV64,
         }),
         _ => None,
     }
@@ -171,9 +229,9 @@ fn symbol_suffix(version: &str) -> String {
 }
 
 fn main() {
-    println!("cargo:rustc-check-cfg=cfg(nccl_trampoline_asm, values(\"x86_64_sysv\", \"aarch64_aapcs64\"))");
+    println!("cargo:rustc-check-cfg=cfg(nccl_trampoline_asm, values(\"x86_64_sysv\", \"aarch64_aapcs64\", \"riscv64_lp64d\"))");
     println!("cargo:rerun-if-changed=build.rs");
-    for f in ["asm/asm.h", "asm/x86_64.S", "asm/aarch64.S"] {
+    for f in ["asm/asm.h", "asm/x86_64.S", "asm/aarch64.S", "asm/riscv64.S"] {
         println!("cargo:rerun-if-changed={f}");
     }
 
@@ -222,6 +280,8 @@ fn build_selftest_oracle(out: &Path) {
         .flag("-std=gnu11")
         .flag("-fvisibility=hidden")
         .flag("-Wno-unused-const-variable")
+        // gcc's note that it passes structs with a `_Complex float` member as it has since 4.4.
+        .flag("-Wno-psabi")
         .opt_level(1)
         .cargo_metadata(false)
         .compile(name);
@@ -290,7 +350,7 @@ fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
         let list = |v: &[&str]| v.join(",");
         writeln!(h, "#define L_INT_REGS {}", list(a.int_regs)).unwrap();
         writeln!(h, "#define L_VEC_REGS {}", list(a.vec_regs)).unwrap();
-        writeln!(h, "#define L_EXT {}", list(EXT)).unwrap();
+        writeln!(h, "#define L_EXT {}", list(a.ext)).unwrap();
         writeln!(h, "#define L_LENS {}", list(LENS)).unwrap();
         writeln!(h, "#define L_FLOAT_LENS {}", list(FLOAT_LENS)).unwrap();
         for (family, dims) in &a.families {
@@ -302,7 +362,7 @@ fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
             .unwrap();
         writeln!(rs, "/// Vector argument registers, in ABI order.\npub const VEC_REGS: &[&str] = &{:?};", a.vec_regs)
             .unwrap();
-        writeln!(rs, "/// Integer widths and extensions, in family order.\npub const EXT: &[&str] = &{EXT:?};")
+        writeln!(rs, "/// Integer widths and extensions, in family order.\npub const EXT: &[&str] = &{:?};", a.ext)
             .unwrap();
         for (family, dims) in &a.families {
             for (i, dim) in dims.iter().enumerate() {

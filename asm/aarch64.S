@@ -133,6 +133,21 @@ HANDLER_END(nt_vec_v\n\()_\len)
     DEF_VEC \n, \len
 .endr
 .endr
+TABLE_CHECK(H_VECQ)
+
+/* vecq_v<n>: a long double (IEEE binary128) or a member of an HFA of them: all 16 bytes into
+ * q<n> (C.1, C.2).   OP_A = 8 * index, OP_B = byte offset. */
+.macro DEF_VECQ n
+HANDLER_START(nt_vecq_v\n)
+    ARGPTR
+    ldr     x12, [x11, #OP_B]
+    ldr     q\n, [x9, x12]
+    NEXT
+HANDLER_END(nt_vecq_v\n)
+.endm
+.irp n, 0, 1, 2, 3, 4, 5, 6, 7
+    DEF_VECQ \n
+.endr
 TABLE_CHECK(H_LOAD)
 
 /* load_<len>: `len` bytes of a double-word of a composite of at most 16 bytes (B.5, C.11)
@@ -472,6 +487,20 @@ HANDLER_END(nt_resv_v\r\()_\len)
 .irp len, L_FLOAT_LENS
     DEF_RESV \r, \len
 .endr
+.endr
+TABLE_CHECK(H_RESQ)
+
+/* resq_v<r>: q<r> to the result buffer: a long double (binary128) in q0, an HFA of them in
+ * q0..q3 (6.9).   OP_A = byte offset in the result. */
+.macro DEF_RESQ r
+HANDLER_START(nt_resq_v\r)
+    ldr     x12, [x11, #OP_A]
+    str     q\r, [x10, x12]
+    NEXT
+HANDLER_END(nt_resq_v\r)
+.endm
+.irp r, 0, 1, 2, 3
+    DEF_RESQ \r
 .endr
 TABLE_CHECK(H_DONEI)
 

@@ -1,6 +1,6 @@
 /*
- * Shared by asm/x86_64.S and asm/aarch64.S: the code-table and function macros, the landing
- * pads, the GNU property note and the non-executable-stack note. One place, so that no piece
+ * Shared by asm/x86_64.S, asm/aarch64.S and asm/riscv64.S: the code-table and function
+ * macros, the landing pads, the GNU property note and the non-executable-stack note. One place, so that no piece
  * of code can be written without them (the Linux kernel's SYM_FUNC_START/END idea).
  *
  * Every piece of code is a local function symbol (nt_<name>: visible to debuggers and
@@ -44,6 +44,16 @@
 # define GNU_PROPERTY_FEATURE_AND 0xc0000000
 # define GNU_PROPERTY_FEATURE_BITS 0x3
 # define TABLE_WORD .xword
+#elif defined(__riscv) && __riscv_xlen == 64
+/* No landing pads and no property note: Zicfilp's `lpad` and Zicfiss's `sspush`/`sspopchk`
+ * need binutils >= 2.44 and GCC >= 15 (-fcf-protection for RISC-V); the Debian 12 toolchain
+ * (binutils 2.40, GCC 12) knows neither the mnemonics, nor `.option arch, +zicfilp`, nor
+ * GNU_PROPERTY_RISCV_FEATURE_1_AND, and qemu 7.2 cannot enforce them. A property note claiming
+ * CFI_LP_UNLABELED over code that was never checked against an enforcing CPU would be a promise
+ * nothing keeps (ADR 5). */
+# define CALL_PAD
+# define JUMP_PAD
+# define TABLE_WORD .dword
 #else
 # error "asm.h: no trampoline for this architecture"
 #endif
@@ -125,6 +135,7 @@ name:                            \
  * (AArch64) compatible. The linker ANDs these across objects: one object without it strips
  * the protection from the whole binary. Layout: namesz, descsz, type, "GNU\0", then one
  * property (type, datasz, data, padding to 8). */
+#ifdef GNU_PROPERTY_FEATURE_AND
 #define NOTE_GNU_PROPERTY                      \
     .pushsection .note.gnu.property, "a";      \
     .p2align 3;                                \
@@ -137,5 +148,9 @@ name:                            \
     .long GNU_PROPERTY_FEATURE_BITS;           \
     .long 0;                                   \
     .popsection
+#else
+/* riscv64: no property to declare (see above). */
+#define NOTE_GNU_PROPERTY
+#endif
 
 #endif

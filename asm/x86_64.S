@@ -607,6 +607,18 @@ HANDLER_END(nt_resv_\xmm\()_\len)
     DEF_RESV  \xmm, \len
 .endr
 .endr
+TABLE_CHECK(H_RESX)
+
+/* resx: a long double result, %st(0), stored as its 10 bytes at the result buffer and popped
+ * (psABI 3.2.3, "Returning of Values": X87 class in %st0; COMPLEX_X87 in %st0 (real) and %st1
+ * (imaginary): two resx ops, the second storing the former %st1 after the first one's pop).
+ * Popping leaves the x87 stack empty, as 3.2.1 requires at every call and return.
+ *   OP_A = byte offset in the result. */
+HANDLER_START(nt_resx)
+    mov     OP_A(%r11), %rcx
+    fstpt   (%r10,%rcx)
+    NEXT
+HANDLER_END(nt_resx)
 TABLE_CHECK(H_DONEI)
 
 /* Leaves a walk's frame and returns (the CFI follows the epilogue, then the region's state

@@ -5,7 +5,9 @@
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
 #      the embedding examples, the README's snippets in new projects, clippy;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
-#      examples, and `nccl-trampoline selftest`;
+#      examples, and `nccl-trampoline selftest`; riscv64 (LP64D) under `qemu-riscv64`: the
+#      same tests (conformance, hardening, no-alloc, unit), examples, clippy, and the selftest
+#      (no NCCL exists for riscv64: its stage says skip);
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
@@ -31,7 +33,8 @@ as_root() {
 }
 
 AARCH64=aarch64-unknown-linux-gnu
-CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu riscv64gc-unknown-linux-gnu)
+RISCV64=riscv64gc-unknown-linux-gnu
+CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu)
 # The nightly of the sanitizer and Miri runs, pinned so a new nightly cannot break CI.
 NIGHTLY=${NCCL_TRAMPOLINE_NIGHTLY:-nightly-2026-10-29}
 HOST=x86_64-unknown-linux-gnu
@@ -59,6 +62,10 @@ install() {
     [ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || need+=(libc6-dev-arm64-cross)
     command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
     command -v aarch64-linux-gnu-objdump >/dev/null || need+=(binutils-aarch64-linux-gnu)
+    command -v qemu-riscv64 >/dev/null || need+=(qemu-user)
+    command -v riscv64-linux-gnu-gcc >/dev/null || need+=(gcc-riscv64-linux-gnu)
+    [ -e /usr/riscv64-linux-gnu/lib/libc.so.6 ] || need+=(libc6-dev-riscv64-cross)
+    command -v riscv64-linux-gnu-objdump >/dev/null || need+=(binutils-riscv64-linux-gnu)
     command -v readelf >/dev/null || need+=(binutils)
     # libffi is the benchmark's comparison point (the `libffi` crate links the system one).
     { [ -e /usr/include/ffi.h ] || [ -e /usr/include/x86_64-linux-gnu/ffi.h ]; } || need+=(libffi-dev)
@@ -78,7 +85,7 @@ install() {
     fi
     local installed
     installed=$(rustup target list --installed)
-    for t in "$AARCH64" "${CHECK_TARGETS[@]}"; do
+    for t in "$AARCH64" "$RISCV64" "${CHECK_TARGETS[@]}"; do
         grep -qx "$t" <<<"$installed" || { step "rustup target add $t"; rustup target add "$t"; }
     done
     rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
@@ -154,6 +161,17 @@ cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --libr
 step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort
+
+step "riscv64 under qemu-riscv64: tests (unit, conformance with 10,000 random signatures, hardening, no-alloc)"
+riscv64_start=$SECONDS
+cargo test --target "$RISCV64" "${TEST_ARGS[@]}"
+step "riscv64 under qemu-riscv64: selftest (built-in oracle; no NCCL exists for riscv64: that stage skips)"
+cargo run --quiet --target "$RISCV64" --features cli -- selftest --no-gpu
+step "riscv64 under qemu-riscv64: examples, clippy"
+cargo run --quiet --target "$RISCV64" --example ldiv
+cargo run --quiet --target "$RISCV64" --example qsort
+cargo clippy --quiet --target "$RISCV64" --all-targets --features cli -- -D warnings
+echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
     step "AddressSanitizer ($NIGHTLY): the facade and fault-model tests, the C stand-ins instrumented"

@@ -44,7 +44,11 @@ pub type CheckedEntry =
 /// the C return type (a scalar or `()`).
 pub type TypedEntry<R> = unsafe extern "C" fn(words: *const u64, func: *const c_void, program: *const u64) -> R;
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 mod linked {
     use super::layout::T_LEN;
     include!(concat!(env!("OUT_DIR"), "/table.rs"));
@@ -60,11 +64,19 @@ mod linked {
 /// The code table: the address of every piece of the assembly, in [`layout::TABLE_NAMES`]
 /// order. `None` on targets without a trampoline.
 pub fn table() -> Option<&'static [usize]> {
-    #[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+    #[cfg(any(
+        nccl_trampoline_asm = "x86_64_sysv",
+        nccl_trampoline_asm = "aarch64_aapcs64",
+        nccl_trampoline_asm = "riscv64_lp64d"
+    ))]
     {
         Some(linked::table())
     }
-    #[cfg(not(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64")))]
+    #[cfg(not(any(
+        nccl_trampoline_asm = "x86_64_sysv",
+        nccl_trampoline_asm = "aarch64_aapcs64",
+        nccl_trampoline_asm = "riscv64_lp64d"
+    )))]
     {
         None
     }
@@ -82,7 +94,11 @@ pub fn code_name(address: usize) -> Option<&'static str> {
 /// # Panics
 ///
 /// Where the target has no trampoline (callers build programs only for the native ABI).
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 pub(crate) fn code(index: i64) -> usize {
     table().expect("programs are built only where the trampoline exists")[index as usize]
 }
@@ -101,15 +117,18 @@ pub enum VectorCopy {
     Avx512Vl,
     /// 32-byte `ldp`/`stp` of q16-q19 pairs (AArch64).
     Neon,
+    /// 8-byte `ld`/`sd` (riscv64: RV64GC has no vector registers).
+    Xlen,
 }
 
 impl VectorCopy {
     /// Every width, in table order within its architecture.
-    pub const ALL: [VectorCopy; 4] = [VectorCopy::Sse, VectorCopy::Avx, VectorCopy::Avx512Vl, VectorCopy::Neon];
+    pub const ALL: [VectorCopy; 5] =
+        [VectorCopy::Sse, VectorCopy::Avx, VectorCopy::Avx512Vl, VectorCopy::Neon, VectorCopy::Xlen];
 
     /// The widest available on this CPU, `None` where there is no trampoline.
     pub fn best() -> Option<VectorCopy> {
-        [VectorCopy::Avx512Vl, VectorCopy::Avx, VectorCopy::Sse, VectorCopy::Neon]
+        [VectorCopy::Avx512Vl, VectorCopy::Avx, VectorCopy::Sse, VectorCopy::Neon, VectorCopy::Xlen]
             .into_iter()
             .find(|c| c.is_available())
     }
@@ -124,27 +143,36 @@ impl VectorCopy {
                 VectorCopy::Avx512Vl => {
                     std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl")
                 }
-                VectorCopy::Neon => false,
+                VectorCopy::Neon | VectorCopy::Xlen => false,
             }
         }
         #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
         {
             self == VectorCopy::Neon
         }
-        #[cfg(not(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64")))]
+        #[cfg(nccl_trampoline_asm = "riscv64_lp64d")]
+        {
+            self == VectorCopy::Xlen
+        }
+        #[cfg(not(any(
+            nccl_trampoline_asm = "x86_64_sysv",
+            nccl_trampoline_asm = "aarch64_aapcs64",
+            nccl_trampoline_asm = "riscv64_lp64d"
+        )))]
         {
             let _ = self;
             false
         }
     }
 
-    /// The handler suffix: `"sse"`, `"avx"`, `"avx512vl"`, `"neon"`.
+    /// The handler suffix: `"sse"`, `"avx"`, `"avx512vl"`, `"neon"`, `"xlen"`.
     pub const fn name(self) -> &'static str {
         match self {
             VectorCopy::Sse => "sse",
             VectorCopy::Avx => "avx",
             VectorCopy::Avx512Vl => "avx512vl",
             VectorCopy::Neon => "neon",
+            VectorCopy::Xlen => "xlen",
         }
     }
 }

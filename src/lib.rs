@@ -54,6 +54,7 @@ mod program;
 pub mod symbols;
 mod typed;
 mod types;
+mod wide;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
@@ -66,3 +67,4 @@ pub use error::Error;
 pub use plan::{arg, CallPlan};
 pub use typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
 pub use types::{Aggregate, AggregateBuilder, Field, Signature, Type};
+pub use wide::{Complex, LongDouble};

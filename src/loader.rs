@@ -122,18 +122,21 @@ mod tests {
         let other = if cfg!(target_arch = "aarch64") { 62 } else { 183 };
         let name = if other == 62 { "x86_64" } else { "aarch64" };
         let msg = elf_mismatch(&header(2, 1, other)).unwrap();
-        assert!(
-            msg.starts_with(&format!("built for {name}, this program runs on {}", std::env::consts::ARCH)),
-            "{msg}"
-        );
+        assert!(msg.starts_with(&format!("built for {name}, this program runs on {}", this_machine())), "{msg}");
         assert!(elf_mismatch(&header(2, 2, 22)).unwrap().starts_with("built for s390x"));
         assert!(elf_mismatch(&header(2, 1, 9999)).unwrap().starts_with("built for ELF machine 9999"));
     }
 
     #[test]
     fn this_architecture_passes_and_other_files_are_not_libraries() {
-        let own = if cfg!(target_arch = "aarch64") { 183 } else { 62 };
-        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        let own = if cfg!(target_arch = "aarch64") {
+            183
+        } else if cfg!(target_arch = "riscv64") {
+            243
+        } else {
+            62
+        };
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")) {
             assert_eq!(elf_mismatch(&header(2, 1, own)), None);
             assert!(elf_mismatch(&header(1, 1, own)).unwrap().starts_with("a 32-bit library"));
         }

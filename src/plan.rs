@@ -9,7 +9,7 @@ use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, S
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
 use crate::program::{self, Mode};
 use crate::typed::{CArgs, CRet, TypedFn};
-use crate::{Error, Signature, Type};
+use crate::{Complex, Error, Signature, Type};
 
 /// A signature prepared for calling through the assembly core.
 ///
@@ -68,6 +68,12 @@ enum RetClass {
     Int(u8),
     F32,
     F64,
+    /// `__int128` / `unsigned __int128`, in rax:rdx / x0:x1 (as Rust's `u128`).
+    Int128,
+    /// `_Complex float` / `_Complex double`, in xmm0 / xmm0:xmm1, s0:s1 / d0:d1 (as Rust's
+    /// `#[repr(C)]` pair, [`Complex`](crate::Complex)).
+    ComplexF32,
+    ComplexF64,
     /// Anything else: through the checked program.
     Other,
 }
@@ -78,7 +84,10 @@ impl RetClass {
             None => RetClass::Void,
             Some(Type::F32) => RetClass::F32,
             Some(Type::F64) => RetClass::F64,
-            Some(Type::Aggregate(_)) => RetClass::Other,
+            Some(Type::I128 | Type::U128) => RetClass::Int128,
+            Some(Type::ComplexF32) => RetClass::ComplexF32,
+            Some(Type::ComplexF64) => RetClass::ComplexF64,
+            Some(t) if !t.is_word() => RetClass::Other,
             Some(t) => RetClass::Int(t.size() as u8),
         }
     }
@@ -313,6 +322,13 @@ impl CallPlan {
                 }
                 RetClass::F32 => ret.cast::<f32>().write_unaligned(typed_entry::<f32>(*entry)(w, func, prog)),
                 RetClass::F64 => ret.cast::<f64>().write_unaligned(typed_entry::<f64>(*entry)(w, func, prog)),
+                RetClass::Int128 => ret.cast::<u128>().write_unaligned(typed_entry::<u128>(*entry)(w, func, prog)),
+                RetClass::ComplexF32 => {
+                    ret.cast::<Complex<f32>>().write_unaligned(typed_entry::<Complex<f32>>(*entry)(w, func, prog))
+                }
+                RetClass::ComplexF64 => {
+                    ret.cast::<Complex<f64>>().write_unaligned(typed_entry::<Complex<f64>>(*entry)(w, func, prog))
+                }
                 RetClass::Other => unreachable!("plans with aggregate results have no typed program"),
             }
         }
@@ -324,7 +340,7 @@ impl CallPlan {
     #[inline(never)]
     fn no_typed_program(&self) -> Error {
         match self.signature.ret() {
-            Some(t @ Type::Aggregate(_)) if engine::table().is_some() && Abi::native() == Some(self.abi) => {
+            Some(t) if self.ret == RetClass::Other && engine::table().is_some() && Abi::native() == Some(self.abi) => {
                 Error::ResultType { expected: t.describe(), got: "a scalar or void (typed calls)".to_string() }
             }
             _ => self.status_error(STATUS_NOT_NATIVE as u32),
@@ -500,7 +516,7 @@ mod tests {
     fn limits_are_plan_time_errors() {
         let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 512).build().unwrap());
         let sig = Signature::new(vec![big; 3], None).unwrap();
-        for abi in [Abi::SysVX86_64, Abi::Aapcs64] {
+        for abi in [Abi::SysVX86_64, Abi::Aapcs64, Abi::Lp64d] {
             let err = CallPlan::for_abi(abi, &sig).unwrap_err();
             assert!(matches!(err, Error::StackTooLarge { .. } | Error::CopiesTooLarge { .. }), "{abi:?}: {err}");
         }

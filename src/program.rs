@@ -22,13 +22,15 @@
 //!   whose arguments are all integers or pointers skip the walk: a word body (`words_<n>`).
 
 use crate::abi::Placement;
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 use crate::abi::{Loc, Move, ResultPlace, RetReg};
 use crate::engine::layout::*;
 use crate::engine::{self, VectorCopy};
 use crate::Signature;
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
-use crate::Type;
 
 /// Which entry family a program is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +61,11 @@ pub(crate) fn header_only(argc: usize) -> Box<[u64]> {
     vec![0, argc as u64].into_boxed_slice()
 }
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 /// The checked straight-line shape of a placement, if it has one: argument count, width mask
 /// (argument 0 most significant, 1 = 64-bit) and result kind (0: 4 bytes, 1: 8 bytes).
 fn line_shape(sig: &Signature, p: &Placement) -> Option<(usize, usize, usize)> {
@@ -92,7 +98,11 @@ fn line_shape(sig: &Signature, p: &Placement) -> Option<(usize, usize, usize)> {
     }
 }
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 /// The word-body shape of a placement: every argument an integer or pointer, word `i` in
 /// integer register `i` or, once those are taken, in the next 8-byte stack slot in order.
 fn words_shape(sig: &Signature, p: &Placement) -> Option<usize> {
@@ -102,7 +112,7 @@ fn words_shape(sig: &Signature, p: &Placement) -> Option<usize> {
     }
     let regs = INT_REGS.len();
     for (i, (m, ty)) in p.moves.iter().zip(sig.args()).enumerate() {
-        if ty.is_float() || matches!(ty, Type::Aggregate(_)) {
+        if ty.is_float() || !ty.is_word() {
             return None;
         }
         let identity = match *m {
@@ -117,21 +127,41 @@ fn words_shape(sig: &Signature, p: &Placement) -> Option<usize> {
     Some(n)
 }
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 fn ext_index(len: u8, signed: bool) -> i64 {
-    // Order of build.rs's EXT: s8 s16 s32 z8 z16 z32 q64.
-    match (len, signed) {
-        (1, true) => 0,
-        (2, true) => 1,
-        (4, true) => 2,
-        (1, false) => 3,
-        (2, false) => 4,
-        (4, false) => 5,
-        _ => 6,
-    }
+    let name = match (len, signed) {
+        (1, true) => "s8",
+        (2, true) => "s16",
+        (4, true) => "s32",
+        (1, false) => "z8",
+        (2, false) => "z16",
+        (4, false) => "z32",
+        _ => "q64",
+    };
+    // build.rs's EXT for this architecture (riscv64 has no z32: the placement never asks).
+    EXT.iter().position(|e| *e == name).unwrap_or_else(|| unreachable!("no {name} handler on this architecture")) as i64
 }
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
+/// The stack handler that stores 4 raw bytes (a `float`, a 4-byte aggregate) in an 8-byte slot:
+/// any 4-byte kind, the bits above are undefined on every ABI.
+fn raw4_index() -> i64 {
+    EXT.iter().position(|e| *e == "z32").unwrap_or_else(|| ext_index(4, true) as usize) as i64
+}
+
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 fn float_index(len: u32) -> i64 {
     match len {
         4 => 0,
@@ -140,26 +170,42 @@ fn float_index(len: u32) -> i64 {
     }
 }
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 fn copy_index(copy: VectorCopy) -> i64 {
     match copy {
-        VectorCopy::Sse | VectorCopy::Neon => 0,
+        VectorCopy::Sse | VectorCopy::Neon | VectorCopy::Xlen => 0,
         VectorCopy::Avx => 1,
         VectorCopy::Avx512Vl => 2,
     }
 }
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 struct Ops(Vec<u64>);
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 impl Ops {
     fn push(&mut self, handler: i64, a: u64, b: u64) {
         self.0.extend([engine::code(handler) as u64, a, b]);
     }
 }
 
-#[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64"))]
+#[cfg(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+))]
 /// Where a call of `sig` (placed as `p` for the native ABI) goes: the entry and its program.
 pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy) -> Built {
     let argc = sig.args().len();
@@ -177,8 +223,9 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
         }
     }
 
-    // A scalar argument of a typed call is its word; everything else is read through a pointer.
-    let word = |a: u16| mode == Mode::Typed && !matches!(sig.args()[usize::from(a)], Type::Aggregate(_));
+    // A word argument of a typed call is its word; everything else (aggregates, __int128, long
+    // double, complex) is read through the address its word holds, as in the checked program.
+    let word = |a: u16| mode == Mode::Typed && sig.args()[usize::from(a)].is_word();
     let arg = |a: u16| 8 * u64::from(a);
     let mut frame = Ops(Vec::new());
     let mut late = Ops(Vec::new());
@@ -187,7 +234,7 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
         match *m {
             Move::Int { arg: a, to: Loc::Int(r), .. } if word(a) => regs.push(H_WINT + i64::from(r), arg(a), 0),
             Move::Int { arg: a, len, signed, to: Loc::Int(r) } => {
-                regs.push(H_INT + i64::from(r) * 7 + ext_index(len, signed), arg(a), 0)
+                regs.push(H_INT + i64::from(r) * EXT.len() as i64 + ext_index(len, signed), arg(a), 0)
             }
             Move::Int { arg: a, to: Loc::Stack(off), .. } if word(a) => frame.push(H_WSTK, arg(a), u64::from(off)),
             Move::Int { arg: a, len, signed, to: Loc::Stack(off) } => {
@@ -196,28 +243,41 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
             Move::Bytes { arg: a, len, to: Loc::Vec(r), .. } if word(a) => {
                 regs.push(H_WVEC + i64::from(r) * 2 + float_index(len), arg(a), 0)
             }
+            #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
+            Move::Bytes { arg: a, src, len: 16, to: Loc::Vec(r) } => {
+                regs.push(H_VECQ + i64::from(r), arg(a), u64::from(src))
+            }
             Move::Bytes { arg: a, src, len, to: Loc::Vec(r) } => {
                 regs.push(H_VEC + i64::from(r) * 2 + float_index(len), arg(a), u64::from(src))
             }
+            // A float passed by the integer convention (LP64D): its word.
+            Move::Bytes { arg: a, to: Loc::Int(r), .. } if word(a) => regs.push(H_WINT + i64::from(r), arg(a), 0),
             Move::Bytes { arg: a, src, len, to: Loc::Int(r) } => {
                 regs.push(H_LOAD + i64::from(len) - 1, arg(a), u64::from(src));
                 regs.push(H_MOVI + i64::from(r), 0, 0);
             }
             Move::Bytes { arg: a, to: Loc::Stack(off), .. } if word(a) => frame.push(H_WSTK, arg(a), u64::from(off)),
+            // The rest of an aggregate split between a7 and the stack (LP64D), from the register
+            // phase: a load and a store at the bottom of the outgoing area.
+            #[cfg(nccl_trampoline_asm = "riscv64_lp64d")]
+            Move::Bytes { arg: a, src, len, to: Loc::Stack(off) } if src != 0 => {
+                regs.push(H_LOAD + i64::from(len) - 1, arg(a), u64::from(src));
+                regs.push(H_MOVSTK, u64::from(off), 0);
+            }
             Move::Bytes { arg: a, src, len, to: Loc::Stack(off) } => {
                 debug_assert_eq!(src, 0, "stack arguments are whole values");
                 match len {
-                    8 => frame.push(H_STK + 6, arg(a), u64::from(off)),
-                    4 => frame.push(H_STK + 5, arg(a), u64::from(off)),
+                    8 => frame.push(H_STK + ext_index(8, false), arg(a), u64::from(off)),
+                    4 => frame.push(H_STK + raw4_index(), arg(a), u64::from(off)),
                     _ => frame.push(H_COPY + copy_index(copy), arg(a), u64::from(off) | u64::from(len) << 32),
                 }
             }
-            #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
+            #[cfg(any(nccl_trampoline_asm = "aarch64_aapcs64", nccl_trampoline_asm = "riscv64_lp64d"))]
             Move::Copy { arg: a, len, copy: at } => {
                 let dst = p.stack_len as u64 + u64::from(at);
                 frame.push(H_COPY + copy_index(copy), arg(a), dst | u64::from(len) << 32);
             }
-            #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
+            #[cfg(any(nccl_trampoline_asm = "aarch64_aapcs64", nccl_trampoline_asm = "riscv64_lp64d"))]
             Move::CopyAddress { copy: at, to } => {
                 let at = p.stack_len as u64 + u64::from(at);
                 match to {
@@ -226,7 +286,7 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
                     Loc::Vec(_) => unreachable!("a copy's address is an integer argument"),
                 }
             }
-            #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+            #[cfg(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "riscv64_lp64d"))]
             Move::ResultAddress { .. } => late.push(H_RETADDR, 0, 0),
             _ => unreachable!("the native placement produced a move this architecture has no handler for: {m:?}"),
         }
@@ -248,7 +308,10 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
                 after.push(H_DONEI + i64::from(pieces[0].len) - 1, 0, 0)
             }
             ResultPlace::Regs(pieces)
-                if pieces.len() == 1 && pieces[0].dst == 0 && pieces[0].from == RetReg::Vec(0) =>
+                if pieces.len() == 1
+                    && pieces[0].dst == 0
+                    && pieces[0].from == RetReg::Vec(0)
+                    && pieces[0].len <= 8 =>
             {
                 after.push(H_DONEV + float_index(pieces[0].len), 0, 0)
             }
@@ -266,7 +329,13 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
                                 H_RESA + at as i64
                             }
                             RetReg::Int(_) => H_RESD + i64::from(piece.len) - 1,
+                            #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
+                            RetReg::Vec(r) if piece.len == 16 => H_RESQ + i64::from(r),
                             RetReg::Vec(r) => H_RESV + i64::from(r) * 2 + float_index(piece.len),
+                            #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+                            RetReg::X87(_) => H_RESX,
+                            #[cfg(not(nccl_trampoline_asm = "x86_64_sysv"))]
+                            RetReg::X87(_) => unreachable!("only the x86-64 placement returns in x87 registers"),
                         };
                         after.push(handler, u64::from(piece.dst), 0);
                     }
@@ -278,7 +347,9 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
 
     let frame_bytes = (p.stack_len + p.copy_len) as u64;
     let mut words = vec![frame_bytes, argc as u64];
-    let framed = mode == Mode::Checked || !frame.0.is_empty() || !late.0.is_empty();
+    // A frame for stack arguments and copies (LP64D's split aggregate stores its stack half
+    // from the register phase: no frame op, but a frame all the same).
+    let framed = mode == Mode::Checked || frame_bytes != 0 || !frame.0.is_empty() || !late.0.is_empty();
     let entry = if !framed {
         words.extend(regs.0);
         engine::code(T_WALK)
@@ -295,7 +366,11 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
 }
 
 /// Targets without a trampoline compile no programs (`CallPlan` never asks: the table is absent).
-#[cfg(not(any(nccl_trampoline_asm = "x86_64_sysv", nccl_trampoline_asm = "aarch64_aapcs64")))]
+#[cfg(not(any(
+    nccl_trampoline_asm = "x86_64_sysv",
+    nccl_trampoline_asm = "aarch64_aapcs64",
+    nccl_trampoline_asm = "riscv64_lp64d"
+)))]
 pub(crate) fn build(_: &Signature, _: &Placement, _: Mode, _: VectorCopy) -> Built {
     unreachable!("no trampoline on this target: plans are never compiled")
 }

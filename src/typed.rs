@@ -47,7 +47,8 @@ pub unsafe trait CArg: Sized {
     fn c_type() -> Type;
 
     /// The value as the one 64-bit word a typed call passes to the core for it: an integer or
-    /// pointer extended to 64 bits by the signedness of its C type (ADR 2), a `float`'s or
+    /// pointer extended to 64 bits by the signedness of its C type (ADR 2; on riscv64 a
+    /// `uint32_t` is sign-extended, as LP64D passes it), a `float`'s or
     /// `double`'s bits in the low bytes (zero above), or, for an aggregate, its address (the
     /// default), which must stay valid during the call.
     #[inline(always)]
@@ -111,6 +112,18 @@ pub unsafe trait CRet {
     fn c_type() -> Option<Type>;
 }
 
+/// A `uint32_t`'s word: zero-extended (SysV, AAPCS64, ADR 2), except on riscv64, where LP64D
+/// passes it sign-extended from bit 31 and compiled callees rely on it (RISC-V psABI, "Integer
+/// Calling Convention").
+#[inline(always)]
+fn u32_word(v: u32) -> u64 {
+    if cfg!(target_arch = "riscv64") {
+        i64::from(v as i32) as u64
+    } else {
+        u64::from(v)
+    }
+}
+
 macro_rules! scalars {
     ($($rust:ty => $c:expr, $word:expr);* $(;)?) => {
         $(
@@ -141,7 +154,7 @@ scalars! {
     i16 => Type::I16, |v: i16| i64::from(v) as u64;
     u16 => Type::U16, u64::from;
     i32 => Type::I32, |v: i32| i64::from(v) as u64;
-    u32 => Type::U32, u64::from;
+    u32 => Type::U32, u32_word;
     i64 => Type::I64, |v: i64| v as u64;
     u64 => Type::U64, |v: u64| v;
     f32 => Type::F32, |v: f32| u64::from(v.to_bits());

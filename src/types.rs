@@ -29,6 +29,28 @@ pub enum Type {
     F32,
     /// `double`.
     F64,
+    /// `__int128`: 16 bytes, 16-aligned. SysV x86-64: a pair of integer registers or wholly in
+    /// memory, returned in rax:rdx; AAPCS64: an even-numbered register pair, returned in x0:x1.
+    I128,
+    /// `unsigned __int128`: as [`Type::I128`].
+    U128,
+    /// `long double`: 16 bytes, 16-aligned on both ABIs, with different formats. SysV x86-64:
+    /// the 80-bit x87 format in the low 10 bytes (6 bytes of padding), passed in memory and
+    /// returned in `st(0)`; AAPCS64: IEEE binary128, in a `q` register (an HFA member type).
+    ///
+    /// A 16-byte, 16-aligned [`Type::Aggregate`] is not a `long double`: it is classified as
+    /// the struct it is.
+    LongDouble,
+    /// `_Complex float`: two `float`s (real, imaginary), 8 bytes, 4-aligned; classified as a
+    /// struct of two floats (SysV: one SSE eightbyte; AAPCS64: an HFA of two).
+    ComplexF32,
+    /// `_Complex double`: two `double`s, 16 bytes, 8-aligned (SysV: two SSE eightbytes;
+    /// AAPCS64: an HFA of two).
+    ComplexF64,
+    /// `_Complex long double`: two `long double`s, 32 bytes, 16-aligned. SysV x86-64: class
+    /// COMPLEX_X87, passed in memory, returned in `st(0)` (real) and `st(1)` (imaginary);
+    /// AAPCS64: an HFA of two binary128 values (two `q` registers).
+    ComplexLongDouble,
     /// A `struct` passed or returned by value.
     Aggregate(Aggregate),
 }
@@ -40,7 +62,9 @@ impl Type {
             Type::I8 | Type::U8 => 1,
             Type::I16 | Type::U16 => 2,
             Type::I32 | Type::U32 | Type::F32 => 4,
-            Type::I64 | Type::U64 | Type::Pointer | Type::F64 => 8,
+            Type::I64 | Type::U64 | Type::Pointer | Type::F64 | Type::ComplexF32 => 8,
+            Type::I128 | Type::U128 | Type::LongDouble | Type::ComplexF64 => 16,
+            Type::ComplexLongDouble => 32,
             Type::Aggregate(a) => a.size(),
         }
     }
@@ -49,18 +73,47 @@ impl Type {
     pub fn align(&self) -> usize {
         match self {
             Type::Aggregate(a) => a.align(),
+            Type::ComplexF32 => 4,
+            Type::ComplexF64 => 8,
+            Type::ComplexLongDouble => 16,
             scalar => scalar.size(),
         }
     }
 
-    /// True for `float` and `double`.
+    /// True for the real floating-point types: `float`, `double`, `long double`.
     pub fn is_float(&self) -> bool {
-        matches!(self, Type::F32 | Type::F64)
+        matches!(self, Type::F32 | Type::F64 | Type::LongDouble)
     }
 
-    /// True for the integer types (not pointers).
+    /// For a complex type, the type of its real and imaginary parts.
+    pub fn complex_element(&self) -> Option<Type> {
+        match self {
+            Type::ComplexF32 => Some(Type::F32),
+            Type::ComplexF64 => Some(Type::F64),
+            Type::ComplexLongDouble => Some(Type::LongDouble),
+            _ => None,
+        }
+    }
+
+    /// True for a type that fits one 64-bit word and is placed as a scalar: the integers up to
+    /// 64 bits, pointers, `float` and `double`. Typed calls pass these as their value
+    /// ([`CArg::word`](crate::CArg::word)); every other type by address, like an aggregate.
+    pub fn is_word(&self) -> bool {
+        !matches!(
+            self,
+            Type::I128
+                | Type::U128
+                | Type::LongDouble
+                | Type::ComplexF32
+                | Type::ComplexF64
+                | Type::ComplexLongDouble
+                | Type::Aggregate(_)
+        )
+    }
+
+    /// True for the signed integer types (not pointers).
     pub fn is_signed(&self) -> bool {
-        matches!(self, Type::I8 | Type::I16 | Type::I32 | Type::I64)
+        matches!(self, Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::I128)
     }
 
     /// The C spelling, for messages and generated test code.
@@ -77,6 +130,12 @@ impl Type {
             Type::Pointer => "void *",
             Type::F32 => "float",
             Type::F64 => "double",
+            Type::I128 => "__int128",
+            Type::U128 => "unsigned __int128",
+            Type::LongDouble => "long double",
+            Type::ComplexF32 => "_Complex float",
+            Type::ComplexF64 => "_Complex double",
+            Type::ComplexLongDouble => "_Complex long double",
             Type::Aggregate(_) => "struct",
         }
     }
@@ -98,7 +157,14 @@ impl Type {
     }
 
     /// Calls `f(offset, scalar)` for every scalar in the type, arrays expanded, in memory order.
+    /// A complex number is two scalars of its element type (both ABIs classify `_Complex T` as
+    /// a struct of two `T`).
     pub(crate) fn for_each_scalar(&self, base: usize, f: &mut impl FnMut(usize, &Type)) {
+        if let Some(e) = self.complex_element() {
+            f(base, &e);
+            f(base + e.size(), &e);
+            return;
+        }
         match self {
             Type::Aggregate(a) => {
                 for field in &a.fields {

@@ -1,7 +1,7 @@
 //! ABI conformance of the call core, with the C compiler as oracle: pinned shapes (the NCCL
 //! prototypes and every rule with a trap in it) and a seeded generator of random signatures.
 //! Runs natively on x86-64 and under `qemu-aarch64 -cpu max` for AArch64.
-#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 
 mod common;
 
@@ -15,7 +15,9 @@ use common::{
     Rng,
 };
 use nccl_trampoline::engine::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
-use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn, ValueAt, VectorCopy};
+use nccl_trampoline::{
+    arg, Aggregate, CArg, CallPlan, Complex, LongDouble, Signature, Type, TypedFn, ValueAt, VectorCopy,
+};
 
 fn build_oracle(name: &str, generated: &[String]) -> Oracle {
     let dir = work_dir(name);
@@ -558,4 +560,185 @@ fn typed_bindings_match_the_c_compiler() {
         init_config.code_path(),
         reduce.code_path()
     );
+}
+
+/// riscv64: the register bits the byte-recording oracle cannot see, read raw by assembly
+/// probes (tests/c/callee_saved.S): a `uint32_t` arrives sign-extended from bit 31 and a
+/// `float` in an f register NaN-boxed (upper 32 bits all ones), through the checked program,
+/// the typed program and a typed binding. Negative control: the probes see the difference.
+#[cfg(target_arch = "riscv64")]
+#[test]
+fn lp64d_extends_uint32_and_nan_boxes_floats() {
+    let oracle = build_oracle("raw-registers", &[]);
+    let u = 0x8000_0001u32;
+    let u32_sig = Signature::new(vec![Type::U32], Some(Type::U64)).unwrap();
+    // A float after an int64_t: off the word bodies, so the walk's flw is what runs.
+    let f32_sig = Signature::new(vec![Type::F32, Type::F32], Some(Type::U64)).unwrap();
+    let (x, y) = (1.5f32, -2.25f32);
+    let cases: [(&str, &Signature, Vec<*const c_void>, u64); 3] = [
+        ("nt_raw_a0", &u32_sig, vec![arg(&u)], 0xffff_ffff_8000_0001),
+        ("nt_raw_fa0", &f32_sig, vec![arg(&x), arg(&y)], 0xffff_ffff_0000_0000 | u64::from(x.to_bits())),
+        ("nt_raw_fa1", &f32_sig, vec![arg(&x), arg(&y)], 0xffff_ffff_0000_0000 | u64::from(y.to_bits())),
+    ];
+    for (name, sig, args, expected) in cases {
+        let plan = CallPlan::new(sig).unwrap();
+        let func = oracle.sym(name);
+        let mut raw = 0u64;
+        // SAFETY: the probe takes the planned arguments and returns a 64-bit value.
+        unsafe { plan.call(func, &args, (&mut raw as *mut u64).cast()) }.unwrap();
+        assert_eq!(raw, expected, "{name} (checked {:?}): {raw:#x}", plan.code_path());
+        let words = words_of(sig, &args);
+        let mut raw = 0u64;
+        // SAFETY: as above; the words encode the same arguments.
+        unsafe { plan.call_words(func, &words, (&mut raw as *mut u64).cast()) }.unwrap();
+        assert_eq!(raw, expected, "{name} (typed {:?}): {raw:#x}", plan.typed_code_path());
+    }
+    // SAFETY: nt_raw_a0 takes a uint32_t and returns its register as uint64_t.
+    let bound = unsafe { CallPlan::new(&u32_sig).unwrap().bind::<(u32,), u64>(oracle.sym("nt_raw_a0")) }.unwrap();
+    // SAFETY: bound to nt_raw_a0 with its prototype.
+    assert_eq!(unsafe { bound.call((u,)) }, 0xffff_ffff_8000_0001, "typed binding (CArg::word)");
+    // Negative control: a zero-extended uint32_t (an int64_t plan) reads differently.
+    let wide = CallPlan::new(&Signature::new(vec![Type::U64], Some(Type::U64)).unwrap()).unwrap();
+    let z = u64::from(u);
+    let mut raw = 0u64;
+    // SAFETY: as above, with a uint64_t argument.
+    unsafe { wide.call(oracle.sym("nt_raw_a0"), &[arg(&z)], (&mut raw as *mut u64).cast()) }.unwrap();
+    assert_eq!(raw, 0x8000_0001, "the probe does not see the upper bits");
+    // And a float's bits loaded as a double (fld, no NaN-box) read differently too.
+    let unboxed = CallPlan::new(&Signature::new(vec![Type::F64], Some(Type::U64)).unwrap()).unwrap();
+    let d = f64::from_bits(u64::from(x.to_bits()));
+    let mut raw = 0u64;
+    // SAFETY: as above, with a double argument.
+    unsafe { unboxed.call(oracle.sym("nt_raw_fa0"), &[arg(&d)], (&mut raw as *mut u64).cast()) }.unwrap();
+    assert_eq!(raw, u64::from(x.to_bits()), "the probe does not see the NaN-box");
+    eprintln!("raw registers: uint32_t sign-extended, floats NaN-boxed (checked, typed, bound)");
+}
+
+/// Typed bindings of the wide types: `i128` / `u128`, [`LongDouble`] and [`Complex`] arguments
+/// and the results that have a Rust type deliver the C compiler's bytes; `LongDouble::from_f64`
+/// is the C compiler's conversion.
+#[test]
+fn typed_bindings_of_wide_types_match_the_c_compiler() {
+    type WideArgs = (i128, LongDouble, Complex<f32>, Complex<f64>, Complex<LongDouble>, u128, i32);
+    let wide = Signature::new(
+        vec![
+            Type::I128,
+            Type::LongDouble,
+            Type::ComplexF32,
+            Type::ComplexF64,
+            Type::ComplexLongDouble,
+            Type::U128,
+            Type::I32,
+        ],
+        Some(Type::I128),
+    )
+    .unwrap();
+    let cf = Signature::new(vec![Type::ComplexF32, Type::LongDouble], Some(Type::ComplexF32)).unwrap();
+    let cd = Signature::new(vec![Type::I32, Type::ComplexF64], Some(Type::ComplexF64)).unwrap();
+    let u = Signature::new(vec![Type::I64; 7].into_iter().chain([Type::U128]).collect(), Some(Type::U128)).unwrap();
+    let mut gen = CGen::default();
+    for (name, sig) in [("w_wide", &wide), ("w_cf", &cf), ("w_cd", &cd), ("w_u", &u)] {
+        gen.function(name, sig);
+    }
+    let convert = "double w_ld_half(long double x) { return (double)(x * 0.5L); }\n";
+    let oracle = build_oracle("typed-wide", &[gen.source() + convert]);
+    let reference = |name: &str, args: &[*const c_void], ret: &mut [u8]| -> Vec<u8> {
+        oracle.rec_reset_public();
+        // SAFETY: `void ref_<name>(void *const *args, void *ret)`, generated with the callee.
+        unsafe {
+            std::mem::transmute::<*const c_void, extern "C" fn(*const *const c_void, *mut c_void)>(
+                oracle.sym(&format!("ref_{name}")),
+            )(args.as_ptr(), ret.as_mut_ptr().cast())
+        };
+        oracle.recording_public()
+    };
+    let ld = |v: f64| LongDouble::from_f64(v);
+    let ret_bytes: [u8; 16] = std::array::from_fn(|i| 0x31 + i as u8 * 7);
+    common::OracleRuntime::set_return_bytes(&oracle, &ret_bytes);
+
+    let args: WideArgs = (
+        -0x1234_5678_9abc_def0_0fed_cba9_8765_4321,
+        ld(-1.25e-300),
+        Complex { re: 1.5f32, im: -2.25 },
+        Complex { re: 3.0e200, im: -4.5 },
+        Complex { re: ld(5.5), im: ld(f64::MIN_POSITIVE / 8.0) },
+        0xfedc_ba98_7654_3210_0123_4567_89ab_cdefu128,
+        -7,
+    );
+    // SAFETY: w_wide has the planned prototype; it records its arguments and returns bytes.
+    let f: TypedFn<WideArgs, i128> = unsafe { CallPlan::new(&wide).unwrap().bind(oracle.sym("w_wide")).unwrap() };
+    oracle.rec_reset_public();
+    // SAFETY: as above.
+    let r = unsafe { f.call(args) };
+    let got = oracle.recording_public();
+    let a = &args;
+    let mut want_ret = [0u8; 16];
+    let want = reference(
+        "w_wide",
+        &[arg(&a.0), arg(&a.1), arg(&a.2), arg(&a.3), arg(&a.4), arg(&a.5), arg(&a.6)],
+        &mut want_ret,
+    );
+    assert_eq!(got, want, "{:?}", f.code_path());
+    assert_eq!(r.to_ne_bytes(), want_ret);
+    assert_eq!(r.to_ne_bytes(), ret_bytes);
+
+    // SAFETY: as above.
+    let f: TypedFn<(Complex<f32>, LongDouble), Complex<f32>> =
+        unsafe { CallPlan::new(&cf).unwrap().bind(oracle.sym("w_cf")).unwrap() };
+    let (z, x) = (Complex { re: -0.5f32, im: 8.0 }, ld(1.0 / 3.0));
+    oracle.rec_reset_public();
+    // SAFETY: as above.
+    let r = unsafe { f.call((z, x)) };
+    let got = oracle.recording_public();
+    let mut want_ret = [0u8; 16];
+    assert_eq!(got, reference("w_cf", &[arg(&z), arg(&x)], &mut want_ret));
+    assert_eq!(
+        (r.re.to_ne_bytes(), r.im.to_ne_bytes()),
+        (ret_bytes[..4].try_into().unwrap(), ret_bytes[4..8].try_into().unwrap())
+    );
+
+    // SAFETY: as above.
+    let f: TypedFn<(i32, Complex<f64>), Complex<f64>> =
+        unsafe { CallPlan::new(&cd).unwrap().bind(oracle.sym("w_cd")).unwrap() };
+    // SAFETY: as above.
+    let r = unsafe { f.call((3, Complex { re: 1.0, im: -1.0 })) };
+    assert_eq!(
+        (r.re.to_ne_bytes(), r.im.to_ne_bytes()),
+        (ret_bytes[..8].try_into().unwrap(), ret_bytes[8..].try_into().unwrap())
+    );
+
+    // SAFETY: as above.
+    type Seven128 = (i64, i64, i64, i64, i64, i64, i64, u128);
+    let f: TypedFn<Seven128, u128> = unsafe { CallPlan::new(&u).unwrap().bind(oracle.sym("w_u")).unwrap() };
+    let big = u128::MAX / 3;
+    oracle.rec_reset_public();
+    // SAFETY: as above.
+    let r = unsafe { f.call((1, 2, 3, 4, 5, 6, 7, big)) };
+    let got = oracle.recording_public();
+    let ints: Vec<i64> = (1..=7).collect();
+    let mut ptrs: Vec<*const c_void> = ints.iter().map(arg).collect();
+    ptrs.push(arg(&big));
+    assert_eq!(got, reference("w_u", &ptrs, &mut [0u8; 16]), "{:?}", f.code_path());
+    assert_eq!(r, u128::from_ne_bytes(ret_bytes));
+
+    // A long double result has no Rust type: the plan has no typed program, and says so.
+    let ld_ret = CallPlan::new(&Signature::new(vec![Type::LongDouble], Some(Type::LongDouble)).unwrap()).unwrap();
+    assert!(ld_ret.typed_parts().is_none());
+    let x = ld(1.0);
+    let mut out = LongDouble::default();
+    // SAFETY: refused before anything is called.
+    let refused =
+        unsafe { ld_ret.call_words(oracle.sym("w_ld_half"), &[arg(&x) as u64], (&mut out as *mut LongDouble).cast()) };
+    assert!(matches!(refused, Err(nccl_trampoline::Error::ResultType { .. })), "{refused:?}");
+
+    // LongDouble::from_f64 against the C compiler's arithmetic on the value.
+    let half = Signature::new(vec![Type::LongDouble], Some(Type::F64)).unwrap();
+    // SAFETY: `double w_ld_half(long double)`.
+    let f: TypedFn<(LongDouble,), f64> =
+        unsafe { CallPlan::new(&half).unwrap().bind(oracle.sym("w_ld_half")).unwrap() };
+    for v in [3.0, -1.0e-310, 1.0e308, f64::MIN_POSITIVE, 0.1, -0.0, f64::INFINITY] {
+        // SAFETY: as above.
+        let h = unsafe { f.call((ld(v),)) };
+        assert_eq!(h.to_bits(), (v * 0.5).to_bits(), "{v:e}: {:?}", ld(v));
+    }
 }

@@ -2,7 +2,7 @@
 //! calls through plans for every shape class (registers, stack arguments, private copies,
 //! indirect results), through every entry (the checked walk and line bodies of `CallPlan::call`,
 //! the typed walks and word bodies of typed bindings and `call_words`).
-#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_void;

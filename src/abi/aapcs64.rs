@@ -21,6 +21,13 @@
 //! - 6.9: results: integers in x0, floating point in v0, an HFA in v0..v3, other composites of
 //!   at most 16 bytes in x0:x1, larger ones through the address passed in x8.
 //!
+//! - `long double` is IEEE binary128: a floating-point type of 16 bytes, in a whole `q` register
+//!   (C.1), an HFA member type (up to four in q0..q3), 16-aligned on the stack (C.6); returned in
+//!   q0. `_Complex T` is an HFA of two `T` (a complex type counts as a composite of two members).
+//! - `__int128` (alignment 16): C.9 rounds NGRN up to even, C.10 takes `x[NGRN]`, `x[NGRN+1]` when
+//!   both are free, else NGRN becomes 8 and it goes to the stack at a 16-aligned NSAA (C.13);
+//!   returned in x0:x1.
+//!
 //! "Natural alignment" of a composite is the largest alignment of its members, not counting an
 //! alignment attribute on the composite itself ([`Aggregate::natural_align`]).
 
@@ -34,16 +41,30 @@ pub const VEC_REGS: u8 = 8;
 
 /// If `agg` is a homogeneous floating-point aggregate, its member type and count.
 pub fn hfa(agg: &Aggregate) -> Option<(Type, usize)> {
-    let scalars = agg.scalars();
-    let first = scalars.first()?.1.clone();
-    if !first.is_float() || scalars.len() > 4 || scalars.iter().any(|(_, t)| *t != first) {
+    homogeneous(&Type::Aggregate(agg.clone()))
+}
+
+/// If `ty` is an HFA (an aggregate or a complex type), its member type and count.
+fn homogeneous(ty: &Type) -> Option<(Type, usize)> {
+    let mut scalars = Vec::new();
+    ty.for_each_scalar(0, &mut |_, t| scalars.push(t.clone()));
+    let first = scalars.first()?.clone();
+    if !first.is_float() || scalars.len() > 4 || scalars.iter().any(|t| *t != first) {
         return None;
     }
     // No padding: the members must cover the whole aggregate.
-    if agg.size() != scalars.len() * first.size() {
+    if ty.size() != scalars.len() * first.size() {
         return None;
     }
     Some((first, scalars.len()))
+}
+
+/// The natural alignment of a type (see the module documentation).
+fn natural_align(ty: &Type) -> usize {
+    match ty {
+        Type::Aggregate(agg) => agg.natural_align(),
+        t => t.align(),
+    }
 }
 
 struct State {
@@ -78,7 +99,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
 
     let result = match sig.ret() {
         None => ResultPlace::Void,
-        Some(Type::Aggregate(agg)) => match hfa(agg) {
+        Some(agg) if !agg.is_word() => match homogeneous(agg) {
             Some((member, n)) => ResultPlace::Regs(
                 (0..n)
                     .map(|k| RetPiece {
@@ -101,6 +122,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
         },
         Some(ty) => {
             let from = if ty.is_float() { RetReg::Vec(0) } else { RetReg::Int(0) };
+            debug_assert!(ty.size() <= 8, "wider scalars are composites here");
             ResultPlace::Regs(vec![RetPiece { from, dst: 0, len: offset32(ty.size()) }])
         }
     };
@@ -108,17 +130,18 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
     for (i, ty) in sig.args().iter().enumerate() {
         let arg = arg_index(i);
         match ty {
-            Type::F32 | Type::F64 => {
-                // C.1, else C.4-C.6: an 8-byte slot, value in its low bytes.
+            Type::F32 | Type::F64 | Type::LongDouble => {
+                // C.1, else C.4-C.6: an 8-byte slot (16-aligned 16 bytes for binary128),
+                // value in its low bytes.
                 let to = if st.nsrn < VEC_REGS {
                     st.nsrn += 1;
                     Loc::Vec(st.nsrn - 1)
                 } else {
-                    st.stack_slot(8, 8)
+                    st.stack_slot(ty.size(), ty.align())
                 };
                 st.moves.push(Move::Bytes { arg, src: 0, len: offset32(ty.size()), to });
             }
-            Type::Aggregate(agg) => place_aggregate(&mut st, arg, agg),
+            _ if !ty.is_word() => place_composite(&mut st, arg, ty),
             _ => {
                 let to = st.int_or_stack();
                 st.moves.push(Move::Int { arg, len: ty.size() as u8, signed: ty.is_signed(), to });
@@ -135,9 +158,13 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
     })
 }
 
-fn place_aggregate(st: &mut State, arg: u16, agg: &Aggregate) {
-    let size = agg.size();
-    if let Some((member, n)) = hfa(agg) {
+/// Aggregates, and the types placed like them: the complex types (HFAs of two) and `__int128`
+/// (a 16-aligned pair of double-words: C.9, C.10, C.13 treat it as the 16-aligned composite
+/// rules do).
+fn place_composite(st: &mut State, arg: u16, ty: &Type) {
+    let size = ty.size();
+    let natural = natural_align(ty);
+    if let Some((member, n)) = homogeneous(ty) {
         if usize::from(st.nsrn) + n <= usize::from(VEC_REGS) {
             // C.2: one v register per member, each member in the low bytes.
             for k in 0..n {
@@ -148,7 +175,7 @@ fn place_aggregate(st: &mut State, arg: u16, agg: &Aggregate) {
         } else {
             // C.3, C.4, C.6: no more v registers for floating point; 8- or 16-aligned slot.
             st.nsrn = VEC_REGS;
-            let align = if agg.natural_align() >= 16 { 16 } else { 8 };
+            let align = if natural >= 16 { 16 } else { 8 };
             let to = st.stack_slot(size, align);
             st.moves.push(Move::Bytes { arg, src: 0, len: offset32(size), to });
         }
@@ -168,7 +195,7 @@ fn place_aggregate(st: &mut State, arg: u16, agg: &Aggregate) {
 
     // B.5, C.9, C.11: rounded to double-words; 16-aligned composites start at an even register.
     let dwords = size.div_ceil(8) as u8;
-    if agg.natural_align() >= 16 {
+    if natural >= 16 {
         st.ngrn = st.ngrn.next_multiple_of(2);
     }
     if st.ngrn + dwords <= INT_REGS {
@@ -181,7 +208,7 @@ fn place_aggregate(st: &mut State, arg: u16, agg: &Aggregate) {
     } else {
         // C.12-C.14: no more x registers for anything; the composite goes to the stack.
         st.ngrn = INT_REGS;
-        let to = st.stack_slot(size, agg.natural_align());
+        let to = st.stack_slot(size, natural);
         st.moves.push(Move::Bytes { arg, src: 0, len: offset32(size), to });
     }
 }
@@ -264,5 +291,56 @@ mod tests {
         let p = place(&Signature::new(vec![Type::I32], Some(big)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::Int { arg: 0, len: 4, signed: true, to: Loc::Int(0) });
         assert_eq!(p.result, ResultPlace::Indirect { via_x8: true });
+    }
+
+    #[test]
+    fn int128_takes_an_even_register_pair() {
+        let p = place(&Signature::new(vec![Type::I32, Type::I128, Type::I32], Some(Type::I128)).unwrap()).unwrap();
+        assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(2) });
+        assert_eq!(p.moves[2], Move::Bytes { arg: 1, src: 8, len: 8, to: Loc::Int(3) });
+        assert_eq!(p.moves[3], Move::Int { arg: 2, len: 4, signed: true, to: Loc::Int(4) });
+        let mut args = vec![Type::I64; 7];
+        args.extend([Type::U128, Type::I32]);
+        let p = place(&Signature::new(args, None).unwrap()).unwrap();
+        assert_eq!(p.moves[7], Move::Bytes { arg: 7, src: 0, len: 16, to: Loc::Stack(0) });
+        assert_eq!(p.moves[8], Move::Int { arg: 8, len: 4, signed: true, to: Loc::Stack(16) }, "NGRN became 8");
+    }
+
+    #[test]
+    fn long_double_is_a_q_register_and_an_hfa_member() {
+        let h = Type::Aggregate(Aggregate::builder().array(Type::LongDouble, 3).build().unwrap());
+        let p = place(&Signature::new(vec![Type::LongDouble, h.clone()], Some(h)).unwrap()).unwrap();
+        assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 16, to: Loc::Vec(0) });
+        assert_eq!(p.moves[3], Move::Bytes { arg: 1, src: 32, len: 16, to: Loc::Vec(3) });
+        assert_eq!(
+            p.result,
+            ResultPlace::Regs(
+                (0..3).map(|k| RetPiece { from: RetReg::Vec(k), dst: 16 * u32::from(k), len: 16 }).collect()
+            )
+        );
+        let p = place(
+            &Signature::new(vec![Type::F64; 8].into_iter().chain([Type::F32, Type::LongDouble]).collect(), None)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(p.moves[9], Move::Bytes { arg: 9, src: 0, len: 16, to: Loc::Stack(16) }, "16-aligned");
+    }
+
+    #[test]
+    fn complex_types_are_hfas_of_two() {
+        let p =
+            place(&Signature::new(vec![Type::ComplexF32, Type::ComplexLongDouble], Some(Type::ComplexF64)).unwrap())
+                .unwrap();
+        assert_eq!(p.moves[1], Move::Bytes { arg: 0, src: 4, len: 4, to: Loc::Vec(1) });
+        assert_eq!(p.moves[3], Move::Bytes { arg: 1, src: 16, len: 16, to: Loc::Vec(3) });
+        assert_eq!(
+            p.result,
+            ResultPlace::Regs(vec![
+                RetPiece { from: RetReg::Vec(0), dst: 0, len: 8 },
+                RetPiece { from: RetReg::Vec(1), dst: 8, len: 8 },
+            ])
+        );
+        let s = Aggregate::builder().field(Type::ComplexF32).field(Type::F32).build().unwrap();
+        assert_eq!(hfa(&s), Some((Type::F32, 3)));
     }
 }

@@ -5,6 +5,7 @@
 //! frame layout lives in `crate::engine`.
 
 pub mod aapcs64;
+pub mod lp64d;
 pub mod sysv_x86_64;
 
 use crate::limits::{MAX_COPY_BYTES, MAX_STACK_BYTES};
@@ -18,6 +19,8 @@ pub enum Abi {
     SysVX86_64,
     /// Procedure Call Standard for the Arm 64-bit Architecture (Linux AArch64).
     Aapcs64,
+    /// RISC-V psABI, LP64D: 64-bit integers, pointers and `double` in registers (Linux riscv64).
+    Lp64d,
 }
 
 impl Abi {
@@ -27,6 +30,8 @@ impl Abi {
             Some(Abi::SysVX86_64)
         } else if cfg!(nccl_trampoline_asm = "aarch64_aapcs64") {
             Some(Abi::Aapcs64)
+        } else if cfg!(nccl_trampoline_asm = "riscv64_lp64d") {
+            Some(Abi::Lp64d)
         } else {
             None
         }
@@ -37,6 +42,7 @@ impl Abi {
         match self {
             Abi::SysVX86_64 => "sysv-x86_64",
             Abi::Aapcs64 => "aapcs64",
+            Abi::Lp64d => "riscv64-lp64d",
         }
     }
 
@@ -45,6 +51,7 @@ impl Abi {
         let placement = match self {
             Abi::SysVX86_64 => sysv_x86_64::place(sig)?,
             Abi::Aapcs64 => aapcs64::place(sig)?,
+            Abi::Lp64d => lp64d::place(sig)?,
         };
         if placement.stack_len > MAX_STACK_BYTES {
             return Err(Error::StackTooLarge { needed: placement.stack_len, limit: MAX_STACK_BYTES });
@@ -59,9 +66,11 @@ impl Abi {
 /// Where a piece of an argument goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loc {
-    /// Integer argument register `n` (rdi, rsi, rdx, rcx, r8, r9 / x0..x7), from its low byte.
+    /// Integer argument register `n` (rdi, rsi, rdx, rcx, r8, r9 / x0..x7 / a0..a7), from its
+    /// low byte.
     Int(u8),
-    /// Vector argument register `n` (xmm0..xmm7 / v0..v7), from its low byte.
+    /// Vector or floating-point argument register `n` (xmm0..xmm7 / v0..v7 / fa0..fa7), from
+    /// its low byte.
     Vec(u8),
     /// Byte offset in the stack-argument image (0 = the lowest address at the call).
     Stack(u32),
@@ -94,7 +103,8 @@ pub enum Move {
         to: Loc,
     },
     /// The whole argument `arg` (`len` bytes) into the private copy area at byte `copy`
-    /// (16-aligned): the callee's own copy of a large aggregate (AAPCS64 B.4).
+    /// (16-aligned): the callee's own copy of a large aggregate (AAPCS64 B.4, LP64D by
+    /// reference).
     Copy {
         /// Argument index.
         arg: u16,
@@ -111,7 +121,7 @@ pub enum Move {
         to: Loc,
     },
     /// The address of the caller's result buffer, as the hidden first argument (SysV MEMORY
-    /// class results).
+    /// class results, LP64D results larger than 16 bytes).
     ResultAddress {
         /// Destination.
         to: Loc,
@@ -121,10 +131,13 @@ pub enum Move {
 /// A result register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetReg {
-    /// rax, rdx / x0, x1.
+    /// rax, rdx / x0, x1 / a0, a1.
     Int(u8),
-    /// xmm0, xmm1 / v0..v3.
+    /// xmm0, xmm1 / v0..v3 / fa0, fa1.
     Vec(u8),
+    /// The x87 register stack (x86-64 only): `st(0)`, `st(1)`. A piece of this kind is a
+    /// `long double` (10 value bytes), popped from the x87 stack as it is stored.
+    X87(u8),
 }
 
 /// Where the result comes back.
@@ -161,7 +174,7 @@ pub struct Placement {
     pub moves: Vec<Move>,
     /// Bytes of stack arguments, a multiple of 16.
     pub stack_len: usize,
-    /// Bytes of private aggregate copies (AAPCS64), a multiple of 16.
+    /// Bytes of private aggregate copies (AAPCS64, LP64D), a multiple of 16.
     pub copy_len: usize,
     /// Vector registers used for arguments (%al on x86-64).
     pub vector_count: u8,

@@ -15,6 +15,16 @@
 //! - A MEMORY-class result is written through a hidden pointer passed as the first integer
 //!   argument; INTEGER eightbytes return in rax then rdx, SSE eightbytes in xmm0 then xmm1.
 //! - %al carries the number of vector registers used (3.5.7, read by variadic callees).
+//! - `__int128` is two INTEGER eightbytes: a register pair, or wholly in memory (16-aligned)
+//!   when fewer than two registers are left; returned in rax:rdx.
+//! - `long double` is X87 (mantissa) + X87UP (exponent, padding): passed in memory at a
+//!   16-aligned offset, returned in `%st(0)`. A 16-byte aggregate holding exactly one `long
+//!   double` classifies the same way (X87, X87UP): memory as an argument, `%st(0)` as a result
+//!   (3.2.3, "Returning of Values", rule 5). Any other aggregate with a `long double` is larger
+//!   than 16 bytes, so MEMORY.
+//! - `_Complex float` / `_Complex double` are structs of two floats / doubles (one SSE
+//!   eightbyte / two); `_Complex long double` is COMPLEX_X87: memory as an argument, `%st(0)`
+//!   (real) and `%st(1)` (imaginary) as a result.
 
 use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
 use crate::{Error, Signature, Type};
@@ -33,10 +43,21 @@ pub enum Class {
     Integer,
     /// Goes in the low 8 bytes of a vector register.
     Sse,
+    /// The 64-bit mantissa of a `long double`: passed in memory, returned in `%st(0)`.
+    X87,
+    /// The exponent and padding of a `long double`, after [`Class::X87`].
+    X87Up,
+    /// A `_Complex long double` (the whole 32 bytes): passed in memory, returned in `%st(0)`
+    /// and `%st(1)`.
+    ComplexX87,
 }
 
-/// Classifies an aggregate or scalar: `None` for MEMORY class, else one class per eightbyte.
+/// Classifies an aggregate or scalar: `None` for MEMORY class, else one class per eightbyte
+/// (`[ComplexX87]` for a `_Complex long double`).
 pub fn classify(ty: &Type) -> Option<Vec<Class>> {
+    if *ty == Type::ComplexLongDouble {
+        return Some(vec![Class::ComplexX87]);
+    }
     let size = ty.size();
     if size > 16 {
         return None;
@@ -45,22 +66,47 @@ pub fn classify(ty: &Type) -> Option<Vec<Class>> {
     let mut memory = false;
     ty.for_each_scalar(0, &mut |off, scalar| {
         let n = scalar.size();
-        if off % scalar.align() != 0 || off / 8 != (off + n - 1) / 8 {
+        if off % scalar.align() != 0 {
             memory = true;
             return;
         }
-        let class = if scalar.is_float() { Class::Sse } else { Class::Integer };
-        let slot = &mut classes[off / 8];
-        *slot = match (*slot, class) {
-            (Class::Integer, _) | (_, Class::Integer) => Class::Integer,
-            _ => Class::Sse,
+        // One class per eightbyte the scalar covers (two for __int128 and long double).
+        let parts: &[Class] = match scalar {
+            Type::I128 | Type::U128 => &[Class::Integer, Class::Integer],
+            Type::LongDouble => &[Class::X87, Class::X87Up],
+            t if t.is_float() => &[Class::Sse],
+            _ => &[Class::Integer],
         };
+        if parts.len() == 1 && off / 8 != (off + n - 1) / 8 {
+            memory = true;
+            return;
+        }
+        for (k, class) in parts.iter().enumerate() {
+            let slot = &mut classes[off / 8 + k];
+            // 3.2.3 merging: equal classes stay; MEMORY if either is X87, X87UP or
+            // COMPLEX_X87; INTEGER if either is INTEGER; else SSE.
+            *slot = match (*slot, *class) {
+                (Class::NoClass, c) => c,
+                (a, b) if a == b && a != Class::X87 && a != Class::X87Up => a,
+                (Class::X87 | Class::X87Up | Class::ComplexX87, _) | (_, Class::X87 | Class::X87Up) => {
+                    memory = true;
+                    *slot
+                }
+                (Class::Integer, _) | (_, Class::Integer) => Class::Integer,
+                _ => Class::Sse,
+            };
+        }
     });
     if memory {
         None
     } else {
         Some(classes)
     }
+}
+
+/// True for classes that are passed in memory whatever registers are left.
+fn x87(classes: &[Class]) -> bool {
+    classes.iter().any(|c| matches!(c, Class::X87 | Class::X87Up | Class::ComplexX87))
 }
 
 struct State {
@@ -109,20 +155,25 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                 };
                 st.moves.push(Move::Bytes { arg, src: 0, len, to });
             }
-            Type::Aggregate(agg) => {
+            _ if !ty.is_word() => {
+                // Aggregates, __int128, long double and the complex types: by eightbyte class.
                 let classes = classify(ty);
                 let fits = classes.as_ref().is_some_and(|c| {
                     let ints = c.iter().filter(|k| **k == Class::Integer).count() as u8;
                     let vecs = c.iter().filter(|k| **k == Class::Sse).count() as u8;
-                    st.int + ints <= INT_REGS && st.vec + vecs <= VEC_REGS
+                    !x87(c) && st.int + ints <= INT_REGS && st.vec + vecs <= VEC_REGS
                 });
+                let (size, align) = (ty.size(), ty.align());
                 match classes {
                     Some(classes) if fits => {
                         for (k, class) in classes.iter().enumerate() {
                             let src = 8 * k;
-                            let len = offset32((agg.size() - src).min(8));
+                            let len = offset32((size - src).min(8));
                             let to = match class {
                                 Class::NoClass => continue,
+                                Class::X87 | Class::X87Up | Class::ComplexX87 => {
+                                    unreachable!("x87 classes are passed in memory")
+                                }
                                 Class::Integer => {
                                     st.int += 1;
                                     Loc::Int(st.int - 1)
@@ -136,10 +187,11 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                         }
                     }
                     _ => {
-                        // MEMORY class, or not enough registers left: the whole aggregate
-                        // goes to the outgoing area, verbatim.
-                        let to = st.stack_slot(agg.size(), agg.align());
-                        st.moves.push(Move::Bytes { arg, src: 0, len: offset32(agg.size()), to });
+                        // MEMORY or an x87 class, or not enough registers left: the whole
+                        // value goes to the outgoing area, verbatim (never split between the
+                        // last registers and the stack), at max(8, its alignment).
+                        let to = st.stack_slot(size, align);
+                        st.moves.push(Move::Bytes { arg, src: 0, len: offset32(size), to });
                     }
                 }
             }
@@ -166,11 +218,18 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
 
 fn result_pieces(ty: &Type, classes: &[Class]) -> Vec<RetPiece> {
     let size = ty.size();
+    if x87(classes) {
+        // The 10 value bytes of each long double: st(0), then st(1) for a complex one's
+        // imaginary part (16 bytes further).
+        let parts = if classes == [Class::ComplexX87] { 2 } else { 1 };
+        return (0..parts).map(|k| RetPiece { from: RetReg::X87(k), dst: 16 * u32::from(k), len: 10 }).collect();
+    }
     let (mut int, mut vec) = (0u8, 0u8);
     let mut pieces = Vec::new();
     for (k, class) in classes.iter().enumerate() {
         let from = match class {
             Class::NoClass => continue,
+            Class::X87 | Class::X87Up | Class::ComplexX87 => unreachable!("handled above"),
             Class::Integer => {
                 int += 1;
                 RetReg::Int(int - 1)
@@ -274,5 +333,61 @@ mod tests {
         let p =
             place(&Signature::variadic(1, vec![Type::I32, Type::F64, Type::F64], Some(Type::F64)).unwrap()).unwrap();
         assert_eq!(p.vector_count, 2);
+    }
+
+    #[test]
+    fn int128_takes_a_register_pair_or_goes_whole_to_memory() {
+        let p = place(&Signature::new(vec![Type::I32, Type::I128], Some(Type::U128)).unwrap()).unwrap();
+        assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(1) });
+        assert_eq!(p.moves[2], Move::Bytes { arg: 1, src: 8, len: 8, to: Loc::Int(2) });
+        assert_eq!(
+            p.result,
+            ResultPlace::Regs(vec![
+                RetPiece { from: RetReg::Int(0), dst: 0, len: 8 },
+                RetPiece { from: RetReg::Int(1), dst: 8, len: 8 },
+            ])
+        );
+        // One register left: never split; the next integer still takes r9.
+        let mut args = vec![Type::I64; 5];
+        args.extend([Type::I128, Type::I64]);
+        let p = place(&Signature::new(args, None).unwrap()).unwrap();
+        assert_eq!(p.moves[5], Move::Bytes { arg: 5, src: 0, len: 16, to: Loc::Stack(0) });
+        assert_eq!(p.moves[6], Move::Int { arg: 6, len: 8, signed: true, to: Loc::Int(5) });
+    }
+
+    #[test]
+    fn long_double_goes_to_memory_and_returns_in_st0() {
+        let p = place(
+            &Signature::new(vec![Type::I64; 7].into_iter().chain([Type::LongDouble]).collect(), Some(Type::LongDouble))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(p.moves[7], Move::Bytes { arg: 7, src: 0, len: 16, to: Loc::Stack(16) }, "16-aligned");
+        assert_eq!(p.result, ResultPlace::Regs(vec![RetPiece { from: RetReg::X87(0), dst: 0, len: 10 }]));
+        let one = Type::Aggregate(Aggregate::builder().field(Type::LongDouble).build().unwrap());
+        assert_eq!(classify(&one), Some(vec![Class::X87, Class::X87Up]));
+        let p = place(&Signature::new(vec![one.clone()], Some(one)).unwrap()).unwrap();
+        assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 16, to: Loc::Stack(0) });
+        assert_eq!(p.result, ResultPlace::Regs(vec![RetPiece { from: RetReg::X87(0), dst: 0, len: 10 }]));
+    }
+
+    #[test]
+    fn complex_types_are_sse_pairs_or_complex_x87() {
+        let p =
+            place(&Signature::new(vec![Type::ComplexF32, Type::ComplexF64], Some(Type::ComplexLongDouble)).unwrap())
+                .unwrap();
+        assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 8, to: Loc::Vec(0) });
+        assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Vec(1) });
+        assert_eq!(p.moves[2], Move::Bytes { arg: 1, src: 8, len: 8, to: Loc::Vec(2) });
+        assert_eq!(
+            p.result,
+            ResultPlace::Regs(vec![
+                RetPiece { from: RetReg::X87(0), dst: 0, len: 10 },
+                RetPiece { from: RetReg::X87(1), dst: 16, len: 10 },
+            ])
+        );
+        let p = place(&Signature::new(vec![Type::ComplexLongDouble], Some(Type::ComplexF64)).unwrap()).unwrap();
+        assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 32, to: Loc::Stack(0) });
+        assert_eq!(p.vector_count, 0);
     }
 }

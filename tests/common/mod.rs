@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The C compiler for the target: `NCCL_TRAMPOLINE_TEST_CC`, else the cross gcc for AArch64
-/// and `cc` natively.
+/// and riscv64 and `cc` natively.
 pub fn target_cc() -> String {
     if let Ok(cc) = std::env::var("NCCL_TRAMPOLINE_TEST_CC") {
         return cc;
@@ -25,6 +25,9 @@ pub fn target_cc() -> String {
     // the exec of a host binary through). On a native AArch64 machine without it, plain `cc`.
     if cfg!(target_arch = "aarch64") && in_path("aarch64-linux-gnu-gcc") {
         return "aarch64-linux-gnu-gcc".to_string();
+    }
+    if cfg!(target_arch = "riscv64") && in_path("riscv64-linux-gnu-gcc") {
+        return "riscv64-linux-gnu-gcc".to_string();
     }
     "cc".to_string()
 }
@@ -60,7 +63,10 @@ pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&
     for (i, src) in sources.iter().enumerate() {
         let obj = dir.join(format!("{name}-{i}.o"));
         let child = Command::new(&cc)
-            .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Werror=implicit-function-declaration"])
+            .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Wno-psabi", "-Werror=implicit-function-declaration"])
+            // Call frame information for the C side of the unwinding test: GCC's default on
+            // x86-64 and AArch64, not on riscv64.
+            .arg("-fasynchronous-unwind-tables")
             .args(flags)
             .args(extra_cflags())
             .arg("-o")
@@ -159,7 +165,7 @@ pub fn word_of(ty: &Type, bytes: &[u8]) -> u64 {
     let mut raw = [0u8; 8];
     let n = ty.size().min(8);
     match ty {
-        Type::Aggregate(_) => return bytes.as_ptr() as u64,
+        t if !t.is_word() => return bytes.as_ptr() as u64,
         _ => raw[..n].copy_from_slice(&bytes[..n]),
     }
     let v = u64::from_ne_bytes(raw);
@@ -167,6 +173,8 @@ pub fn word_of(ty: &Type, bytes: &[u8]) -> u64 {
         Type::I8 => v as u8 as i8 as i64 as u64,
         Type::I16 => v as u16 as i16 as i64 as u64,
         Type::I32 => v as u32 as i32 as i64 as u64,
+        // LP64D sign-extends uint32_t (CArg::word does the same there).
+        Type::U32 if cfg!(target_arch = "riscv64") => v as u32 as i32 as i64 as u64,
         _ => v,
     }
 }
@@ -183,10 +191,10 @@ pub fn check_plan_call(
     unchecked: bool,
     pattern: &mut Pattern,
 ) -> Result<(), String> {
-    let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.fill(t.size())).collect();
+    let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.value(t)).collect();
     let before = args.clone();
     let ret_size = sig.ret().map_or(0, Type::size);
-    let ret_bytes = pattern.fill(ret_size);
+    let ret_bytes = sig.ret().map_or_else(Vec::new, |t| pattern.value(t));
     oracle.set_return_bytes(&ret_bytes);
     let arg_ptrs: Vec<*const c_void> = args.iter().map(|a| a.as_ptr().cast()).collect();
 

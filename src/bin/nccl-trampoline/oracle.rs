@@ -103,6 +103,82 @@ pub fn pinned_shapes() -> Vec<(&'static str, Signature)> {
         let name: &'static str = Box::leak(format!("mixed_16_{i}").into_boxed_str());
         v.push((name, sig(vec![m.clone(), Type::F32, m.clone(), Type::I8], Some(m))));
     }
+    v.extend(wide_shapes());
+    v
+}
+
+/// The pinned shapes of `__int128`, `long double` and the complex types: each first, after the
+/// registers run out, inside aggregates, as a result, and variadic.
+fn wide_shapes() -> Vec<(&'static str, Signature)> {
+    let sig = |args: Vec<Type>, ret: Option<Type>| Signature::new(args, ret).unwrap();
+    let (i128, u128, ld) = (Type::I128, Type::U128, Type::LongDouble);
+    let (cf, cd, cld) = (Type::ComplexF32, Type::ComplexF64, Type::ComplexLongDouble);
+    let one_ld = agg(Aggregate::builder().field(ld.clone()));
+    let int128_struct = agg(Aggregate::builder().field(i128.clone()));
+    let int128_wide = agg(Aggregate::builder().field(Type::I32).field(u128.clone()));
+    let cf_hfa = agg(Aggregate::builder().field(cf.clone()).field(Type::F32));
+    let cd_pair = agg(Aggregate::builder().field(cd.clone()));
+    let mut v = vec![
+        ("int128_first", sig(vec![i128.clone(), Type::I32, u128.clone()], Some(i128.clone()))),
+        ("int128_odd_register", sig(vec![Type::I32, i128.clone(), Type::I8, u128.clone()], Some(u128.clone()))),
+        (
+            "int128_not_split",
+            sig([vec![Type::I64; 5], vec![i128.clone(), Type::I64, u128.clone()]].concat(), Some(i128.clone())),
+        ),
+        (
+            "int128_after_registers",
+            sig([vec![Type::I64; 7], vec![i128.clone(), Type::I32, u128.clone()]].concat(), Some(u128.clone())),
+        ),
+        (
+            "int128_in_structs",
+            sig(
+                vec![Type::I32, int128_struct.clone(), int128_wide.clone(), int128_struct.clone()],
+                Some(int128_struct),
+            ),
+        ),
+        ("int128_struct_result", sig(vec![i128.clone()], Some(int128_wide))),
+        ("long_double_first", sig(vec![ld.clone(), Type::I32, ld.clone(), Type::F64], Some(ld.clone()))),
+        (
+            "long_double_after_registers",
+            sig([vec![Type::F64; 7], vec![ld.clone(), Type::F32, ld.clone(), Type::F64]].concat(), Some(ld.clone())),
+        ),
+        ("long_double_struct", sig(vec![one_ld.clone(), Type::I32, one_ld.clone()], Some(one_ld))),
+        (
+            "long_double_in_struct",
+            sig(vec![agg(Aggregate::builder().field(Type::I8).field(ld.clone()))], Some(Type::F64)),
+        ),
+        ("complex_float", sig(vec![cf.clone(), Type::F32, cf.clone(), Type::I32], Some(cf.clone()))),
+        ("complex_double", sig(vec![cd.clone(), Type::F64, cd.clone(), Type::I32], Some(cd.clone()))),
+        ("complex_long_double", sig(vec![cld.clone(), Type::I32, cld.clone(), ld.clone()], Some(cld.clone()))),
+        (
+            "complex_after_registers",
+            sig([vec![Type::F64; 7], vec![cd.clone(), cf.clone(), cf.clone(), cd.clone()]].concat(), Some(cd.clone())),
+        ),
+        ("complex_in_structs", sig(vec![cf_hfa.clone(), cd_pair.clone(), cf_hfa.clone()], Some(cf_hfa))),
+        ("complex_double_struct_result", sig(vec![Type::I32], Some(cd_pair))),
+        (
+            "wide_on_the_stack",
+            sig(
+                [vec![Type::I64; 9], vec![Type::F64; 9], vec![i128.clone(), ld.clone(), cld.clone(), cd, cf, i128]]
+                    .concat(),
+                Some(cld.clone()),
+            ),
+        ),
+        (
+            "variadic_wide",
+            Signature::variadic(
+                1,
+                vec![Type::I32, ld.clone(), u128, Type::ComplexF64, cld, Type::ComplexF32, ld.clone()],
+                Some(ld.clone()),
+            )
+            .unwrap(),
+        ),
+    ];
+    for n in 2..=4 {
+        let h = agg(Aggregate::builder().array(ld.clone(), n));
+        let name: &'static str = Box::leak(format!("hfa_long_double_x{n}").into_boxed_str());
+        v.push((name, sig(vec![h.clone(), Type::I32, h.clone(), ld.clone()], Some(h))));
+    }
     v
 }
 
@@ -141,17 +217,37 @@ pub fn nccl_shapes() -> Vec<(&'static str, Signature)> {
     ]
 }
 
-/// Byte ranges of a type that carry values (scalars; padding excluded), merged when adjacent.
-pub fn value_ranges(ty: &Type) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = Vec::new();
-    let scalars = match ty {
+/// Value bytes of a `long double` on the target: the 80-bit x87 format in the low 10 of its 16
+/// bytes on x86-64 (the rest is padding nobody passes), IEEE binary128 (all 16) on AArch64.
+pub const LONG_DOUBLE_VALUE_BYTES: usize = if cfg!(target_arch = "x86_64") { 10 } else { 16 };
+
+/// The scalars of a type with their offsets: an aggregate's members, a complex number's two
+/// parts, or the type itself.
+pub fn scalars_of(ty: &Type) -> Vec<(usize, Type)> {
+    match ty {
         Type::Aggregate(a) => a.scalars(),
-        t => vec![(0, t.clone())],
-    };
-    for (off, t) in scalars {
+        t => match t.complex_element() {
+            Some(e) => vec![(0, e.clone()), (e.size(), e)],
+            None => vec![(0, t.clone())],
+        },
+    }
+}
+
+/// Byte ranges of a type that carry values (scalars; padding excluded), merged when adjacent
+/// (never across a `long double`, whose value length depends on the target: [`ld_ranges`]).
+pub fn value_ranges(ty: &Type) -> Vec<(usize, usize)> {
+    ld_ranges(ty).into_iter().map(|(o, l, ld)| (o, if ld { LONG_DOUBLE_VALUE_BYTES } else { l })).collect()
+}
+
+/// As [`value_ranges`], target-independent: `(offset, length, is_long_double)`, where the
+/// length of a `long double` range is its value length on the target (`NT_LDV` in C).
+pub fn ld_ranges(ty: &Type) -> Vec<(usize, usize, bool)> {
+    let mut out: Vec<(usize, usize, bool)> = Vec::new();
+    for (off, t) in scalars_of(ty) {
+        let ld = t == Type::LongDouble;
         match out.last_mut() {
-            Some((o, l)) if *o + *l == off => *l += t.size(),
-            _ => out.push((off, t.size())),
+            Some((o, l, false)) if !ld && *o + *l == off => *l += t.size(),
+            _ => out.push((off, t.size(), ld)),
         }
     }
     out
@@ -177,6 +273,26 @@ impl Pattern {
             })
             .collect()
     }
+
+    /// The bytes of a value of `ty`: [`fill`](Pattern::fill), with every x86-64 `long double`
+    /// made a valid x87 encoding (integer bit set, exponent not zero: a normal number, an
+    /// infinity or a NaN), which `fldt` / `fstpt` (x87 results) carry bit for bit. An
+    /// unnormal would come back as the x87's default NaN from the C caller and the trampoline
+    /// alike, hiding a misplaced byte.
+    pub fn value(&mut self, ty: &Type) -> Vec<u8> {
+        let mut bytes = self.fill(ty.size());
+        if cfg!(target_arch = "x86_64") {
+            for (off, t) in scalars_of(ty) {
+                if t == Type::LongDouble {
+                    bytes[off + 7] |= 0x80;
+                    if bytes[off + 8] == 0 && bytes[off + 9] & 0x7f == 0 {
+                        bytes[off + 8] = 1;
+                    }
+                }
+            }
+        }
+        bytes
+    }
 }
 
 /// A 16-aligned buffer.
@@ -195,11 +311,11 @@ pub fn check_call(
     pattern: &mut Pattern,
 ) -> Result<(), String> {
     let plan = CallPlan::new(sig).map_err(|e| format!("{name}: plan: {e}"))?;
-    let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.fill(t.size())).collect();
+    let args: Vec<Vec<u8>> = sig.args().iter().map(|t| pattern.value(t)).collect();
     let before = args.clone();
     let expected: Vec<u8> = sig.args().iter().zip(&args).flat_map(|(t, b)| pick_bytes(b, &value_ranges(t))).collect();
     let ret_size = sig.ret().map_or(0, Type::size);
-    let ret_bytes = pattern.fill(ret_size);
+    let ret_bytes = sig.ret().map_or_else(Vec::new, |t| pattern.value(t));
     oracle.set_return_bytes(&ret_bytes);
     let arg_ptrs: Vec<*const c_void> = args.iter().map(|a| a.as_ptr().cast()).collect();
 
@@ -269,7 +385,8 @@ pub struct CGen {
     pub body: String,
 }
 
-pub const C_PRELUDE: &str = r#"#include <stdarg.h>
+pub const C_PRELUDE: &str = r#"#include <float.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -281,6 +398,8 @@ static void rec_put(const void *p, size_t n) { memcpy(nt_rec + nt_rec_len, p, n)
 static void rec_ranges(const void *p, const unsigned short (*r)[2], size_t n) {
     for (size_t i = 0; i < n; i++) rec_put((const char *)p + r[i][0], r[i][1]);
 }
+/* Value bytes of a long double: 10 of the x87 format (x86-64), 16 of binary128 (AArch64). */
+#define NT_LDV (LDBL_MANT_DIG == 64 ? 10 : 16)
 "#;
 
 impl CGen {
@@ -312,14 +431,13 @@ impl CGen {
         } else {
             String::new()
         };
-        let ranges: Vec<String> =
-            value_ranges(&Type::Aggregate(agg.clone())).iter().map(|(o, l)| format!("{{{o},{l}}}")).collect();
+        let ranges = c_ranges(&Type::Aggregate(agg.clone()));
         writeln!(
             self.types,
             "typedef struct{attr} {{\n{fields}}} {name};\n#define S {name}\n_Static_assert(sizeof(S) == {} && _Alignof(S) == {}{asserts}, \"layout of {name}\");\n#undef S\nstatic const unsigned short R_{name}[][2] = {{{}}};",
             agg.size(),
             agg.align(),
-            ranges.join(",")
+            ranges
         )
         .unwrap();
         self.structs.insert(key, name.clone());
@@ -347,7 +465,15 @@ impl CGen {
                     let s = self.struct_name(a);
                     writeln!(b, "    rec_ranges(&a{i}, R_{s}, sizeof R_{s} / sizeof R_{s}[0]);").unwrap();
                 }
-                _ => writeln!(b, "    rec_put(&a{i}, sizeof a{i});").unwrap(),
+                t if t.is_word() => writeln!(b, "    rec_put(&a{i}, sizeof a{i});").unwrap(),
+                t => {
+                    let ranges = c_ranges(t);
+                    writeln!(
+                        b,
+                        "    {{ static const unsigned short r[][2] = {{{ranges}}}; rec_ranges(&a{i}, r, sizeof r / sizeof r[0]); }}"
+                    )
+                    .unwrap()
+                }
             }
         }
         for (i, ty) in sig.args().iter().enumerate() {
@@ -377,6 +503,15 @@ impl CGen {
     pub fn source(&self) -> String {
         format!("{C_PRELUDE}{}{}", self.types, self.body)
     }
+}
+
+/// The value ranges of `ty` as a C initializer (`{off,len},...`; `NT_LDV` for a long double).
+fn c_ranges(ty: &Type) -> String {
+    let ranges: Vec<String> = ld_ranges(ty)
+        .iter()
+        .map(|&(o, l, ld)| if ld { format!("{{{o},NT_LDV}}") } else { format!("{{{o},{l}}}") })
+        .collect();
+    ranges.join(",")
 }
 
 /// splitmix64: small, seedable, good enough to pick shapes.
@@ -415,7 +550,15 @@ const SCALARS: [Type; 11] = [
     Type::F64,
 ];
 
+/// The types wider than a word: `__int128`, `long double`, the complex types.
+const WIDE_SCALARS: [Type; 6] =
+    [Type::I128, Type::U128, Type::LongDouble, Type::ComplexF32, Type::ComplexF64, Type::ComplexLongDouble];
+
+/// A random scalar: one of the word types, or one in seven times a wide one.
 pub fn random_scalar(rng: &mut Rng) -> Type {
+    if rng.chance(14) {
+        return WIDE_SCALARS[rng.below(WIDE_SCALARS.len() as u64) as usize].clone();
+    }
     SCALARS[rng.below(SCALARS.len() as u64) as usize].clone()
 }
 
@@ -423,10 +566,23 @@ pub fn random_scalar(rng: &mut Rng) -> Type {
 /// explicit alignments; biased towards the shapes with special rules (HFAs, 16-byte mixes).
 pub fn random_aggregate(rng: &mut Rng, target: usize, depth: usize) -> Aggregate {
     if rng.chance(20) {
-        // HFA candidates: 1-4 floats or doubles, possibly nested or as an array.
-        let t = if rng.chance(50) { Type::F32 } else { Type::F64 };
+        // HFA candidates: 1-4 floats, doubles or long doubles, possibly nested, as an array or
+        // with a complex member (two of them).
+        let t = match rng.below(5) {
+            0 | 1 => Type::F32,
+            2 | 3 => Type::F64,
+            _ => Type::LongDouble,
+        };
         let n = rng.range(1, 4);
-        let agg = match rng.below(3) {
+        let agg = match rng.below(4) {
+            3 if n >= 2 => {
+                let complex = match t {
+                    Type::F32 => Type::ComplexF32,
+                    Type::F64 => Type::ComplexF64,
+                    _ => Type::ComplexLongDouble,
+                };
+                (2..n).fold(Aggregate::builder().field(complex), |b, _| b.field(t.clone()))
+            }
             0 => Aggregate::builder().array(t, n),
             1 => {
                 let inner = Aggregate::builder().array(t.clone(), n.div_ceil(2)).build().unwrap();
