@@ -4,10 +4,12 @@
 #   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
 #      the embedding examples, the README's snippets in new projects, clippy;
+#      then the ABI conformance suite again with clang as the oracle;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
-#      examples, and `nccl-trampoline selftest`; riscv64 (LP64D) under `qemu-riscv64`: the
-#      same tests (conformance, hardening, no-alloc, unit), examples, clippy, and the selftest
-#      (no NCCL exists for riscv64: its stage says skip);
+#      examples, and `nccl-trampoline selftest`; the ABI conformance suite again with
+#      `clang --target=aarch64-linux-gnu` (the cross gcc's sysroot) as the oracle; riscv64
+#      (LP64D) under `qemu-riscv64`: the same tests (conformance, hardening, no-alloc, unit),
+#      examples, clippy, and the selftest (no NCCL exists for riscv64: its stage says skip);
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
@@ -67,6 +69,8 @@ install() {
     [ -e /usr/riscv64-linux-gnu/lib/libc.so.6 ] || need+=(libc6-dev-riscv64-cross)
     command -v riscv64-linux-gnu-objdump >/dev/null || need+=(binutils-riscv64-linux-gnu)
     command -v readelf >/dev/null || need+=(binutils)
+    # The second ABI oracle (tests/conformance.rs with NCCL_TRAMPOLINE_TEST_CC=clang).
+    command -v clang >/dev/null || need+=(clang)
     # libffi is the benchmark's comparison point (the `libffi` crate links the system one).
     { [ -e /usr/include/ffi.h ] || [ -e /usr/include/x86_64-linux-gnu/ffi.h ]; } || need+=(libffi-dev)
     command -v pkg-config >/dev/null || need+=(pkg-config)
@@ -122,6 +126,10 @@ step "native: build"
 cargo build --all-targets --features cli
 step "native: tests (unit, conformance, hardening, doc, the command against the stand-in)"
 cargo test --features cli "${TEST_ARGS[@]}"
+step "native: ABI conformance with clang as the oracle"
+clang_start=$SECONDS
+NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
+echo "clang oracle, native: $((SECONDS - clang_start)) s"
 step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
 cargo run --quiet --release --features cli -- selftest
 cargo run --quiet --release --features cli -- selftest --library "${nccl_libs[0]}"
@@ -152,6 +160,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
+step "aarch64 under qemu-aarch64 -cpu max: ABI conformance with clang --target=aarch64-linux-gnu as the oracle"
+clang_start=$SECONDS
+NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test conformance "${TEST_ARGS[@]}"
+echo "clang oracle, aarch64: $((SECONDS - clang_start)) s"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
 NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN=${nccl_libs[0]} \
@@ -189,7 +201,7 @@ if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; 
     step "Miri ($NIGHTLY): the pure modules (placement, types, configs, versions, bounded calls, load-error texts)"
     # (plan::tests::plan_for_a_foreign_abi_cannot_be_called reads the assembly's code table
     # since plans compile to programs: Miri cannot run it.)
-    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: nccl::config nccl::types \
+    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: wide:: nccl::config nccl::types \
         nccl::library::tests::both nccl::functions::tests::every_declaration_matches symbols:: nccl::bounded plan::tests::limits loader:: \
         nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines
 else

@@ -286,12 +286,14 @@ impl CallPlan {
     }
 
     /// Calls `func` with one word per argument (see [`CArg::word`](crate::CArg::word): integers
-    /// and pointers extended to 64 bits by their C type, floats' bits, aggregates' addresses)
+    /// and pointers extended to 64 bits by their C type, floats' bits, the addresses of
+    /// aggregates and of the types wider than a word)
     /// and writes its result to `ret`, without any check: the typed program, the one
     /// [`bind`](CallPlan::bind) uses, for callers whose signatures are known only at run time.
     ///
     /// Errors, decided by the plan alone (no argument is looked at): [`Error::ResultType`] for
-    /// a signature returning an aggregate (typed programs return registers only), and
+    /// a signature returning an aggregate, a `long double` or a `_Complex long double` (typed
+    /// programs return what a Rust type can receive), and
     /// [`Error::UnsupportedTarget`] / [`Error::AbiMismatch`] where the plan cannot run.
     ///
     /// # Safety
@@ -329,19 +331,23 @@ impl CallPlan {
                 RetClass::ComplexF64 => {
                     ret.cast::<Complex<f64>>().write_unaligned(typed_entry::<Complex<f64>>(*entry)(w, func, prog))
                 }
-                RetClass::Other => unreachable!("plans with aggregate results have no typed program"),
+                RetClass::Other => unreachable!("plans with aggregate or long double results have no typed program"),
             }
         }
         Ok(())
     }
 
-    /// Why the plan has no typed program: an aggregate result, or a plan that cannot run here.
+    /// Why the plan has no typed program: an aggregate or `long double` result, or a plan that
+    /// cannot run here.
     #[cold]
     #[inline(never)]
     fn no_typed_program(&self) -> Error {
         match self.signature.ret() {
             Some(t) if self.ret == RetClass::Other && engine::table().is_some() && Abi::native() == Some(self.abi) => {
-                Error::ResultType { expected: t.describe(), got: "a scalar or void (typed calls)".to_string() }
+                Error::ResultType {
+                    expected: t.describe(),
+                    got: "a result typed calls return (not a struct or long double)".to_string(),
+                }
             }
             _ => self.status_error(STATUS_NOT_NATIVE as u32),
         }
@@ -353,7 +359,8 @@ impl CallPlan {
     ///
     /// Errors: [`Error::NullPointer`] for a null `func`, [`Error::ArgumentCount`],
     /// [`Error::ArgumentType`] and [`Error::ResultType`] where the types disagree with the
-    /// signature (aggregate results are not supported: use [`call`](CallPlan::call)), and
+    /// signature (aggregate, `long double` and `_Complex long double` results are not
+    /// supported: use [`call`](CallPlan::call)), and
     /// [`Error::UnsupportedTarget`] / [`Error::AbiMismatch`] where the plan cannot run.
     ///
     /// # Safety

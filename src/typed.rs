@@ -29,8 +29,9 @@ use crate::Type;
 
 /// A Rust type that has the layout of one C argument type and is passed as that type.
 ///
-/// Implemented for the integers (`isize`/`usize` as `int64_t`/`uint64_t`), `f32`, `f64`, raw
-/// pointers and [`NonNull`]. Implement it for a `#[repr(C)]` struct passed by value (such as
+/// Implemented for the integers (`isize`/`usize` as `int64_t`/`uint64_t`, `i128`/`u128` as
+/// `__int128`), `f32`, `f64`, [`LongDouble`](crate::LongDouble), [`Complex`](crate::Complex) of
+/// `f32`, `f64` and `LongDouble`, raw pointers and [`NonNull`]. Implement it for a `#[repr(C)]` struct passed by value (such as
 /// `ncclUniqueId`: the default [`word`](CArg::word) is right for it) or a
 /// `#[repr(transparent)]` newtype over a scalar (forward `word` to the scalar's).
 ///
@@ -48,9 +49,10 @@ pub unsafe trait CArg: Sized {
 
     /// The value as the one 64-bit word a typed call passes to the core for it: an integer or
     /// pointer extended to 64 bits by the signedness of its C type (ADR 2; on riscv64 a
-    /// `uint32_t` is sign-extended, as LP64D passes it), a `float`'s or
-    /// `double`'s bits in the low bytes (zero above), or, for an aggregate, its address (the
-    /// default), which must stay valid during the call.
+    /// `uint32_t` is sign-extended, as LP64D passes it), a `float`'s or `double`'s bits in the
+    /// low bytes (zero above), or, for an aggregate and every type wider than a word
+    /// (`__int128`, `long double`, the complex types: see [`Type::is_word`](crate::Type::is_word)),
+    /// its address (the default), which must stay valid during the call.
     #[inline(always)]
     fn word(&self) -> u64 {
         (self as *const Self) as usize as u64
@@ -100,7 +102,9 @@ unsafe impl<T: CArg> CArg for ValueAt<T> {
 }
 
 /// A Rust type that has the layout of a C return type returned in registers: `()` for `void`,
-/// the scalars of [`CArg`]. Aggregate results are not supported by typed bindings (use
+/// the word scalars of [`CArg`], `i128` / `u128`, and [`Complex`](crate::Complex) of `f32` and
+/// `f64`. Aggregate, `long double` and `_Complex long double` results are not supported by
+/// typed bindings (no Rust type is returned where C returns those; use
 /// [`CallPlan::call`](crate::CallPlan::call)).
 ///
 /// # Safety

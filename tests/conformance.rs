@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::collections::BTreeSet;
 
 use common::{
-    build_shared, check_call, check_plan_call, nccl_shapes, pinned_shapes, repo_file, work_dir, CGen, Oracle, Pattern,
-    Rng,
+    build_shared, check_call, check_plan_call, compiler_version, known_compiler_bug, nccl_shapes, pinned_shapes,
+    repo_file, work_dir, CGen, Oracle, Pattern, Rng,
 };
 use nccl_trampoline::engine::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
 use nccl_trampoline::{
@@ -43,9 +43,19 @@ fn pinned_shapes_match_the_c_compiler() {
         gen.function(name, sig);
     }
     let oracle = build_oracle("pinned", &[gen.source()]);
+    let compiler = compiler_version();
     let mut pattern = Pattern::new(7);
     let mut failures = Vec::new();
+    let mut known = Vec::new();
     for (name, sig) in shapes.iter().chain(nccl_shapes().iter()) {
+        // A shape the oracle compiler is known to get wrong must still disagree: when the
+        // compiler is fixed, this says so, and the exclusion goes.
+        if let Some(bug) = known_compiler_bug(&compiler, sig) {
+            let reproduced = check_call(&oracle, name, sig, &mut pattern).is_err();
+            assert!(reproduced, "{name}: {compiler:?} now agrees with the ABI; drop the exclusion: {bug}");
+            known.push(format!("{name} ({bug})"));
+            continue;
+        }
         // Each shape twice, with different bytes.
         for _ in 0..2 {
             if let Err(e) = check_call(&oracle, name, sig, &mut pattern) {
@@ -53,6 +63,13 @@ fn pinned_shapes_match_the_c_compiler() {
             }
         }
     }
+    eprintln!(
+        "pinned shapes ({} {}): {} compared, {} mismatches; the compiler's known bugs, reproduced and not compared: {known:?}",
+        compiler.0,
+        compiler.1,
+        shapes.len() + nccl_shapes().len() - known.len(),
+        failures.len()
+    );
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -311,7 +328,13 @@ fn random_signatures_match_the_c_compiler() {
     let mut stats = [0usize; 4];
     let mut covered = BTreeSet::new();
     let widths: Vec<VectorCopy> = VectorCopy::ALL.into_iter().filter(|c| c.is_available()).collect();
+    let compiler = compiler_version();
+    let mut known = std::collections::BTreeMap::new();
     for (i, sig) in sigs.iter().enumerate() {
+        if let Some(bug) = known_compiler_bug(&compiler, sig) {
+            *known.entry(bug).or_insert(0usize) += 1;
+            continue;
+        }
         stats[0] += sig.args().iter().filter(|t| matches!(t, Type::Aggregate(_))).count();
         stats[1] += usize::from(sig.fixed_args().is_some());
         stats[2] += usize::from(matches!(sig.ret(), Some(Type::Aggregate(_))));
@@ -353,8 +376,10 @@ fn random_signatures_match_the_c_compiler() {
         expected.len()
     );
     assert!(missing.is_empty(), "seed {seed:#x}: the corpus never ran {missing:?}");
+    eprintln!("random signatures ({} {}): not compared, the compiler's known bugs: {known:?}", compiler.0, compiler.1);
     eprintln!(
-        "random signatures: {count} calls, {} arguments ({} aggregates), {} variadic, {} aggregate returns, {} mismatches",
+        "random signatures: {} calls, {} arguments ({} aggregates), {} variadic, {} aggregate returns, {} mismatches",
+        count - known.values().sum::<usize>(),
         stats[3],
         stats[0],
         stats[1],
@@ -707,19 +732,25 @@ fn typed_bindings_of_wide_types_match_the_c_compiler() {
         (ret_bytes[..8].try_into().unwrap(), ret_bytes[8..].try_into().unwrap())
     );
 
-    // SAFETY: as above.
-    type Seven128 = (i64, i64, i64, i64, i64, i64, i64, u128);
-    let f: TypedFn<Seven128, u128> = unsafe { CallPlan::new(&u).unwrap().bind(oracle.sym("w_u")).unwrap() };
-    let big = u128::MAX / 3;
-    oracle.rec_reset_public();
-    // SAFETY: as above.
-    let r = unsafe { f.call((1, 2, 3, 4, 5, 6, 7, big)) };
-    let got = oracle.recording_public();
-    let ints: Vec<i64> = (1..=7).collect();
-    let mut ptrs: Vec<*const c_void> = ints.iter().map(arg).collect();
-    ptrs.push(arg(&big));
-    assert_eq!(got, reference("w_u", &ptrs, &mut [0u8; 16]), "{:?}", f.code_path());
-    assert_eq!(r, u128::from_ne_bytes(ret_bytes));
+    // Seven integers, then an __int128 on the stack (x86-64) or in a register pair (AArch64).
+    let compiler = compiler_version();
+    if let Some(bug) = known_compiler_bug(&compiler, &u) {
+        eprintln!("typed wide: w_u not compared with {compiler:?}: {bug}");
+    } else {
+        type Seven128 = (i64, i64, i64, i64, i64, i64, i64, u128);
+        // SAFETY: as above.
+        let f: TypedFn<Seven128, u128> = unsafe { CallPlan::new(&u).unwrap().bind(oracle.sym("w_u")).unwrap() };
+        let big = u128::MAX / 3;
+        oracle.rec_reset_public();
+        // SAFETY: as above.
+        let r = unsafe { f.call((1, 2, 3, 4, 5, 6, 7, big)) };
+        let got = oracle.recording_public();
+        let ints: Vec<i64> = (1..=7).collect();
+        let mut ptrs: Vec<*const c_void> = ints.iter().map(arg).collect();
+        ptrs.push(arg(&big));
+        assert_eq!(got, reference("w_u", &ptrs, &mut [0u8; 16]), "{:?}", f.code_path());
+        assert_eq!(r, u128::from_ne_bytes(ret_bytes));
+    }
 
     // A long double result has no Rust type: the plan has no typed program, and says so.
     let ld_ret = CallPlan::new(&Signature::new(vec![Type::LongDouble], Some(Type::LongDouble)).unwrap()).unwrap();

@@ -15,8 +15,9 @@ use nccl_trampoline::{CallPlan, Signature, Type};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The C compiler for the target: `NCCL_TRAMPOLINE_TEST_CC`, else the cross gcc for AArch64
-/// and riscv64 and `cc` natively.
+/// The C compiler for the target: `NCCL_TRAMPOLINE_TEST_CC` (a program and its arguments,
+/// split at spaces: `clang --target=aarch64-linux-gnu`), else the cross gcc for AArch64 and
+/// riscv64 and `cc` natively.
 pub fn target_cc() -> String {
     if let Ok(cc) = std::env::var("NCCL_TRAMPOLINE_TEST_CC") {
         return cc;
@@ -30,6 +31,51 @@ pub fn target_cc() -> String {
         return "riscv64-linux-gnu-gcc".to_string();
     }
     "cc".to_string()
+}
+
+/// The oracle compiler's family and major version, from `<cc> --version`: `("clang", 14)`,
+/// `("gcc", 12)`.
+pub fn compiler_version() -> (String, u32) {
+    let cc = target_cc();
+    let mut words = cc.split_whitespace();
+    let out = Command::new(words.next().unwrap_or("cc"))
+        .args(words)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `{cc} --version`: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or("");
+    let family = if first.contains("clang") { "clang" } else { "gcc" };
+    // The first word that starts with digits and a dot: "14.0.6", "12.2.0".
+    let major = first
+        .split_whitespace()
+        .find_map(|w| w.split_once('.').and_then(|(m, _)| m.parse().ok()))
+        .unwrap_or_else(|| panic!("no version in `{cc} --version`: {first}"));
+    (family.to_string(), major)
+}
+
+/// A disagreement between the oracle compiler and the ABI document that the suite knows,
+/// with its upstream reference, if `sig` meets it: the placement is right by the document and
+/// gcc, the compiler is not, so the comparison would only measure the compiler's bug.
+///
+/// - clang before 20 on x86-64, a bare `__int128` argument passed in memory: LLVM before 18
+///   splits it between r9 and the stack and aligns it to 8 on the stack
+///   (<https://github.com/llvm/llvm-project/issues/41784>, fixed in LLVM 18 by D158169); LLVM
+///   18 and 19 still keep r9 from the next integer
+///   (<https://github.com/llvm/llvm-project/issues/123935>, fixed in LLVM 20 by #124134).
+pub fn known_compiler_bug(compiler: &(String, u32), sig: &Signature) -> Option<&'static str> {
+    let (family, major) = compiler;
+    if cfg!(target_arch = "x86_64") && family == "clang" && *major < 20 {
+        let placement = nccl_trampoline::Abi::SysVX86_64.place(sig).ok()?;
+        let on_stack = placement.moves.iter().any(|m| {
+            matches!(m, nccl_trampoline::abi::Move::Bytes { arg, to: nccl_trampoline::abi::Loc::Stack(_), .. }
+                if matches!(sig.args()[usize::from(*arg)], Type::I128 | Type::U128))
+        });
+        if on_stack {
+            return Some("clang < 20 on x86-64: a bare __int128 in memory (llvm/llvm-project#41784, #123935)");
+        }
+    }
+    None
 }
 
 /// True if `tool` is an executable file in a directory of `PATH`.
@@ -58,11 +104,15 @@ pub fn build_shared(dir: &Path, name: &str, sources: &[PathBuf]) -> PathBuf {
 /// As [`build_shared`], with extra compiler flags (`-D...`).
 pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
     let cc = target_cc();
+    let mut words = cc.split_whitespace();
+    let program = words.next().unwrap_or("cc");
+    let cc_args: Vec<&str> = words.collect();
     let mut children = Vec::new();
     let mut objects = Vec::new();
     for (i, src) in sources.iter().enumerate() {
         let obj = dir.join(format!("{name}-{i}.o"));
-        let child = Command::new(&cc)
+        let child = Command::new(program)
+            .args(&cc_args)
             .args(["-c", "-fPIC", "-O1", "-std=gnu11", "-Wall", "-Wno-psabi", "-Werror=implicit-function-declaration"])
             // Call frame information for the C side of the unwinding test: GCC's default on
             // x86-64 and AArch64, not on riscv64.
@@ -83,7 +133,14 @@ pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&
         assert!(out.status.success(), "{cc} failed on {}:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
     }
     let lib = dir.join(format!("lib{name}.so"));
-    let out = Command::new(&cc).arg("-shared").arg("-o").arg(&lib).args(&objects).output().expect("run the linker");
+    let out = Command::new(program)
+        .args(&cc_args)
+        .arg("-shared")
+        .arg("-o")
+        .arg(&lib)
+        .args(&objects)
+        .output()
+        .expect("run the linker");
     assert!(out.status.success(), "linking {} failed:\n{}", lib.display(), String::from_utf8_lossy(&out.stderr));
     lib
 }
