@@ -17,8 +17,8 @@
 //!
 //! Three ways to run it (results and goals: `docs/perf.md`):
 //!
-//! - `cargo bench --bench call_overhead -- --warm-up-time 1 --measurement-time 3` (criterion,
-//!   x86-64 only);
+//! - `cargo bench --features bench --bench call_overhead -- --warm-up-time 1 --measurement-time 3`
+//!   (criterion, x86-64 only; the `bench` feature brings criterion and libffi);
 //! - `<bench binary> paired [ROUNDS] [MILLISECONDS]`: ROUNDS (default 7) rounds; in each round
 //!   every variant of every shape runs for about MILLISECONDS (default 160) in 8 chunks that
 //!   alternate with chunks of `direct` (the variants in an order that rotates from round to

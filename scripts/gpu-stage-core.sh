@@ -17,9 +17,9 @@ for l in sys.stdin:
         print(m["executable"])' "$1"
 }
 mkdir -p .device-bin
-a=$(cargo bench --bench call_overhead --no-run --message-format=json 2>/dev/null | executable call_overhead)
+a=$(cargo bench --features bench --bench call_overhead --no-run --message-format=json 2>/dev/null | executable call_overhead)
 b=$(CARGO_TARGET_DIR=target/bench-b CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 CARGO_PROFILE_BENCH_LTO=fat \
-    cargo bench --bench call_overhead --no-run --message-format=json 2>/dev/null | executable call_overhead)
+    cargo bench --features bench --bench call_overhead --no-run --message-format=json 2>/dev/null | executable call_overhead)
 c=$(cargo test --release --test conformance --no-run --message-format=json 2>/dev/null | executable conformance)
 cp "$a" .device-bin/call_overhead
 cp "$b" .device-bin/call_overhead-b

@@ -28,7 +28,7 @@ cp target/release/examples/{init_all,allreduce,cudarc_streams,survive,world} .de
 cargo build --release --quiet --features cli --bin nccl-trampoline
 cargo build --release --quiet --features cudarc-nccl --example cudarc_allreduce_perf
 cp target/release/nccl-trampoline target/release/examples/cudarc_allreduce_perf .device-bin/
-benches=$(cargo bench --no-run --message-format=json 2>/dev/null)
+benches=$(cargo bench --features bench --no-run --message-format=json 2>/dev/null)
 cp "$(executable call_overhead <<<"$benches")" .device-bin/call_overhead
 cp "$(executable event_record <<<"$benches")" .device-bin/event_record
 cp "$(executable facade_call <<<"$benches")" .device-bin/facade_call

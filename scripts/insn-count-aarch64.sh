@@ -13,7 +13,7 @@ n2=${2:-40000}
 out=target/insn-count
 mkdir -p "$out"
 gcc -shared -fPIC -O2 -Wall -Werror -o "$out/libinsn_count.so" benches/qemu/insn_count.c
-exe=$(cargo bench --target aarch64-unknown-linux-gnu --bench call_overhead --no-run --message-format=json 2>/dev/null |
+exe=$(cargo bench --features bench --target aarch64-unknown-linux-gnu --bench call_overhead --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)

@@ -46,7 +46,7 @@ HOST=x86_64-unknown-linux-gnu
 # fails if it disagrees. A change that needs a newer Rust raises its line here, the README's
 # row and, for the library, rust-version. Found by building with older toolchains: 1.78 fails
 # on the inline `const` blocks of src/typed.rs (and 1.76 in thiserror 2); half 2.7 declares
-# 1.81, clap 4.6 1.85 (edition 2024), libloading 0.9 (cudarc 0.19) 1.88, and cargo refuses
+# 1.81, clap 4.6 1.85 (edition 2024; criterion brings it to the bench feature), libloading 0.9 (cudarc 0.19) 1.88, and cargo refuses
 # older toolchains for them.
 MSRV_LIB=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 MSRV_CHECKS=(
@@ -55,6 +55,7 @@ MSRV_CHECKS=(
     "1.85|cli|--bin nccl-trampoline --features cli"
     "1.88|cudarc|--lib --features cudarc"
     "1.88|cudarc-nccl|--lib --features cudarc-nccl"
+    "1.85|bench|--bench call_overhead --features bench"
 )
 
 install() {
@@ -214,7 +215,7 @@ for t in "${CHECK_TARGETS[@]}"; do
 done
 
 step "benchmark builds"
-cargo bench --no-run --quiet
+cargo bench --features bench --no-run --quiet
 
 step "MSRV: each part with exactly its oldest supported toolchain (MSRV_CHECKS)"
 for entry in "${MSRV_CHECKS[@]}"; do
