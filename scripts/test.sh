@@ -9,7 +9,8 @@
 #      examples, and `nccl-trampoline selftest`; the ABI conformance suite again with
 #      `clang --target=aarch64-linux-gnu` (the cross gcc's sysroot) as the oracle; riscv64
 #      (LP64D) under `qemu-riscv64`: the same tests (conformance, hardening, no-alloc, unit),
-#      examples, clippy, and the selftest (no NCCL exists for riscv64: its stage says skip);
+#      examples, clippy, the selftest (no NCCL exists for riscv64: its stage says skip), and
+#      the conformance suite again with `clang --target=riscv64-linux-gnu` as the oracle;
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
@@ -185,6 +186,10 @@ cargo run --quiet --target "$RISCV64" --example ldiv
 cargo run --quiet --target "$RISCV64" --example qsort
 cargo clippy --quiet --target "$RISCV64" --all-targets --features cli -- -D warnings
 echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
+step "riscv64 under qemu-riscv64: ABI conformance with clang --target=riscv64-linux-gnu as the oracle"
+clang_start=$SECONDS
+NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test conformance "${TEST_ARGS[@]}"
+echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
     step "AddressSanitizer ($NIGHTLY): the facade and fault-model tests, the C stand-ins instrumented"
