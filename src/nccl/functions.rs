@@ -1,9 +1,9 @@
 //! NCCL's C functions, declared once each: the symbol, the NCCL version that introduced it, and
 //! its prototype in Rust types. From each line come the [`Sym`] that names it, its entry in the
 //! version table, the call plan (built from the Rust types' C types) and a typed binding
-//! ([`Function`]) checked against that plan once, when the library is loaded. The facade's hot
-//! calls go through the binding (no per-call checks); the others go through the plan's checked
-//! dynamic call (`Nccl::raw`), which reads the same plan.
+//! ([`Function`]) checked against that plan once, when the library is loaded. Every facade call
+//! goes through its binding, with no per-call checks; a call site whose Rust values differ from
+//! the declaration does not compile.
 
 use core::ffi::{c_char, c_void};
 
