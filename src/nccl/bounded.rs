@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::cuda::{Context, Driver};
-use crate::nccl::communicator::Deadline;
+use crate::nccl::state::Deadline;
 
 enum Outcome<T> {
     Running,

@@ -8,7 +8,7 @@
 
 use std::ffi::CString;
 
-use crate::nccl::library::Version;
+use crate::nccl::version::Version;
 use crate::Error;
 
 /// `NCCL_CONFIG_UNDEF_INT`: a field left to NCCL's default.

@@ -26,14 +26,16 @@ use std::time::Duration;
 
 use crate::cuda::Backoff;
 use crate::nccl::bounded::{spawn_bounded, BoundedCall};
-use crate::nccl::communicator::{
-    AbortHandle, Allow, Cause, CommState, Communicator, Deadline, RankInfo, Shared, Timeouts,
-};
+use crate::nccl::communicator::{AbortHandle, Communicator};
 use crate::nccl::config::{Config, ConfigBuffer};
 use crate::nccl::functions::Function;
+use crate::nccl::functions::Sym;
 use crate::nccl::group::refuse_in_group;
-use crate::nccl::library::{Nccl, Sym, Version};
+use crate::nccl::library::Nccl;
+use crate::nccl::shared::Shared;
+use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
 use crate::nccl::types::{NcclResult, UniqueId};
+use crate::nccl::version::Version;
 use crate::{Error, ValueAt};
 
 /// How a communicator is made: its config and its timeouts.

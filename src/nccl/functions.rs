@@ -7,8 +7,9 @@
 
 use core::ffi::{c_char, c_void};
 
-use crate::nccl::library::{Nccl, Version};
+use crate::nccl::library::Nccl;
 use crate::nccl::types::{DataType, NcclResult, RedOp, ScalarResidence, UniqueId};
+use crate::nccl::version::Version;
 use crate::symbols::Entry;
 use crate::{CArgs, CRet, Error, Signature, TypedFn, ValueAt};
 

@@ -7,9 +7,12 @@ use core::marker::PhantomData;
 use core::ptr;
 use std::sync::Arc;
 
-use crate::nccl::collectives::{DeviceBuffer, DeviceBufferMut, Stream};
-use crate::nccl::communicator::{Communicator, Deadline, Shared};
-use crate::nccl::library::{Nccl, Sym};
+use crate::nccl::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
+use crate::nccl::communicator::Communicator;
+use crate::nccl::functions::Sym;
+use crate::nccl::library::Nccl;
+use crate::nccl::shared::Shared;
+use crate::nccl::state::Deadline;
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp};
 use crate::nccl::watchdog::OpInfo;
 use crate::Error;

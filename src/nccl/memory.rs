@@ -5,9 +5,10 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use crate::nccl::communicator::{Allow, Communicator, Deadline};
+use crate::nccl::communicator::Communicator;
 use crate::nccl::functions::Function;
 use crate::nccl::library::Nccl;
+use crate::nccl::state::{Allow, Deadline};
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp, ScalarResidence};
 use crate::{CArgs, Error};
 

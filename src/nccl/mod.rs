@@ -20,6 +20,7 @@
 //! thread, the watchdog, `Drop`), is docs/adr/0009-fault-model.md.
 
 mod bounded;
+mod buffers;
 mod collectives;
 mod communicator;
 mod config;
@@ -32,18 +33,24 @@ mod group;
 mod library;
 mod memory;
 pub mod rendezvous;
+mod shared;
+mod state;
 mod types;
+mod version;
+mod wait;
 mod watchdog;
 
-pub use collectives::{DeviceBuffer, DeviceBufferMut, Stream};
-pub use communicator::{AbortHandle, Cause, CommState, Communicator, Timeouts};
+pub use buffers::{DeviceBuffer, DeviceBufferMut, Stream};
+pub use communicator::{AbortHandle, Communicator};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use create::{CommOptions, Pending, ShrinkMode};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
 pub use group::{Group, GroupScope};
-pub use library::{Discovery, Flavor, Nccl, Version};
+pub use library::{Discovery, Nccl};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};
+pub use state::{Cause, CommState, Timeouts};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
+pub use version::{Flavor, Version};
 pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};
 
 // The thread-safety choices of docs/adr/0007-facade-safety-model.md and 0009, kept true at

@@ -14,7 +14,9 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use crate::cuda::{Context, Driver};
-use crate::nccl::communicator::{Cause, Communicator, Deadline, Shared};
+use crate::nccl::communicator::Communicator;
+use crate::nccl::shared::Shared;
+use crate::nccl::state::{Cause, Deadline};
 use crate::nccl::types::{DataType, NcclResult};
 use crate::Error;
 
