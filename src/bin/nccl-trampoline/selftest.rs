@@ -12,7 +12,7 @@ use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, RedOp, UNI
 use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Error, Signature, Type};
 
 use crate::cuda::Driver;
-use crate::error::{Error as CliError, GpuStep};
+use crate::error::{Error as CliError, GpuStep, LibraryError};
 use nccl_trampoline::oracle::{self, check_call, OracleRuntime, Pattern};
 
 /// Options of `selftest`.
@@ -299,11 +299,11 @@ fn value(rank: usize, i: usize) -> f32 {
 }
 
 /// The error of a CUDA `step` on `device` (rank and device are one here).
-fn gpu(device: i32, step: GpuStep) -> impl Fn(Error) -> CliError {
+fn gpu(device: i32, step: GpuStep) -> impl Fn(LibraryError) -> CliError {
     move |source| CliError::Gpu { rank: device as usize, device, step, source }
 }
 
-fn collective(source: Error) -> CliError {
+fn collective(source: LibraryError) -> CliError {
     CliError::Collective { source }
 }
 
