@@ -270,7 +270,7 @@ fn main() {
 /// callees and callers, linked into that program only (not into the library). Hidden
 /// visibility: nothing of it is exported.
 fn build_selftest_oracle(out: &Path) {
-    let sources = ["tests/c/oracle_runtime.c", "src/bin/nccl-trampoline/selftest_oracle.c"];
+    let sources = ["oracle/runtime.c", "generated/selftest_oracle.c"];
     for f in sources {
         println!("cargo:rerun-if-changed={f}");
     }

@@ -244,6 +244,14 @@ if grep -E '^(target|scripts|\.ci|\.cargo|docs/gpu-results|docs/perf-results)/' 
     echo "the files above must not ship: see include in Cargo.toml" >&2
     exit 1
 fi
+# The command's built-in oracle ships, and nothing it is built from lies under tests/ (ADR 16).
+for f in oracle/runtime.c generated/selftest_oracle.c; do
+    grep -qx "$f" target/package-files.txt || { echo "$f does not ship: see include in Cargo.toml" >&2; exit 1; }
+done
+if grep -n '"tests/' build.rs; then
+    echo "build.rs builds from tests/: the shipped command must not depend on the tests" >&2
+    exit 1
+fi
 # Builds the packaged sources as a user's `cargo install --features cli` would.
 cargo package --allow-dirty --quiet --features cli
 crate=$(ls target/package/nccl-trampoline-*.crate)

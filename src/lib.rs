@@ -49,6 +49,8 @@ pub mod launch;
 pub mod limits;
 mod loader;
 pub mod nccl;
+#[doc(hidden)]
+pub mod oracle;
 mod plan;
 mod program;
 pub mod symbols;

@@ -105,7 +105,7 @@ fn text(o: &Output) -> (String, String) {
 
 #[test]
 fn oracle_source_is_current() {
-    let path = common::repo_file("src/bin/nccl-trampoline/selftest_oracle.c");
+    let path = common::repo_file("generated/selftest_oracle.c");
     let want = common::selftest_c_source();
     if std::env::var_os("NCCL_TRAMPOLINE_REGENERATE").is_some() {
         std::fs::write(&path, &want).expect("write selftest_oracle.c");

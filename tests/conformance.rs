@@ -22,7 +22,7 @@ use nccl_trampoline::{
 fn build_oracle(name: &str, generated: &[String]) -> Oracle {
     let dir = work_dir(name);
     let mut sources: Vec<PathBuf> = vec![
-        repo_file("tests/c/oracle_runtime.c"),
+        repo_file("oracle/runtime.c"),
         repo_file("tests/c/nccl_shapes.c"),
         repo_file("tests/c/callee_saved.S"),
         repo_file("tests/c/unwind_probe.c"),

@@ -3,10 +3,7 @@
 //! with the target's gcc, loads them with libloading, and compares byte for byte.
 #![allow(dead_code)]
 
-#[path = "../../src/bin/nccl-trampoline/oracle.rs"]
-mod oracle;
-
-pub use oracle::*;
+pub use nccl_trampoline::oracle::*;
 pub mod standin;
 
 use std::ffi::c_void;
@@ -194,12 +191,12 @@ impl OracleRuntime for Oracle {
     }
 
     fn rec_reset(&self) {
-        // SAFETY: `void nt_rec_reset(void)` in tests/c/oracle_runtime.c.
+        // SAFETY: `void nt_rec_reset(void)` in oracle/runtime.c.
         unsafe { std::mem::transmute::<*const c_void, extern "C" fn()>(self.sym("nt_rec_reset"))() }
     }
 
     fn recording(&self) -> Vec<u8> {
-        // SAFETY: prototypes from tests/c/oracle_runtime.c; the buffer holds `size` bytes.
+        // SAFETY: prototypes from oracle/runtime.c; the buffer holds `size` bytes.
         unsafe {
             let data = std::mem::transmute::<*const c_void, extern "C" fn() -> *const u8>(self.sym("nt_rec_data"))();
             let size = std::mem::transmute::<*const c_void, extern "C" fn() -> usize>(self.sym("nt_rec_size"))();

@@ -12,6 +12,7 @@ use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
 use nccl_trampoline::Error;
 
 use crate::cuda;
+use crate::error::Error as CliError;
 
 /// `doctor` takes no options.
 #[derive(clap::Args, Debug)]
@@ -28,7 +29,7 @@ pub struct Probe {
 
 /// Prints one line: `ok<TAB>version<TAB>flavor<TAB>resolved path<TAB>missing,symbols` or
 /// `error<TAB>reason`. Returns whether the library loaded.
-pub fn probe(library: &Path) -> Result<bool, String> {
+pub fn probe(library: &Path) -> Result<bool, CliError> {
     match Nccl::load_from(library) {
         Ok(n) => {
             let missing: Vec<String> = n.missing_symbols().iter().map(|(s, v)| format!("{s}@{v}")).collect();
@@ -51,14 +52,14 @@ fn one_line(s: &str) -> String {
 }
 
 /// Runs `probe` for `library` in a child process.
-fn probe_in_child(library: &Path) -> Result<Probe, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+fn probe_in_child(library: &Path) -> Result<Probe, CliError> {
+    let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source })?;
     let out = Command::new(exe)
         .arg("probe")
         .arg(library)
         .env_remove("NCCL_DEBUG")
         .output()
-        .map_err(|e| format!("cannot start a probe: {e}"))?;
+        .map_err(|source| CliError::ProbeStart { source })?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or("");
     let fields: Vec<&str> = line.split('\t').collect();
@@ -69,8 +70,11 @@ fn probe_in_child(library: &Path) -> Result<Probe, String> {
             path: path.to_string(),
             missing: missing.split(',').filter(|s| !s.is_empty()).map(String::from).collect(),
         }),
-        ["error", reason] => Err(reason.to_string()),
-        _ => Err(format!("the probe died ({}): {}", out.status, one_line(String::from_utf8_lossy(&out.stderr).trim()))),
+        ["error", reason] => Err(CliError::ProbeRefused { reason: reason.to_string() }),
+        _ => Err(CliError::ProbeDied {
+            status: out.status,
+            stderr: one_line(String::from_utf8_lossy(&out.stderr).trim()),
+        }),
     }
 }
 
@@ -80,14 +84,14 @@ fn wheel_note(path: &str) -> String {
     PythonWheel::owning(Path::new(path)).map(|w| format!(" ({w})")).unwrap_or_default()
 }
 
-pub fn run(_args: &Args) -> Result<bool, String> {
+pub fn run(_args: &Args) -> Result<bool, CliError> {
     println!("nccl-trampoline {} ({})", env!("CARGO_PKG_VERSION"), nccl_trampoline::engine::TARGET);
     println!();
     let candidates = Nccl::candidates();
     println!("NCCL candidates, in discovery order (the first that loads is used):");
     let mut chosen: Option<(Candidate, Probe)> = None;
     // NCCL_TRAMPOLINE_LIBRARY that fails to load: Nccl::load fails with it, tries nothing else.
-    let mut refused: Option<(Candidate, String)> = None;
+    let mut refused: Option<(Candidate, CliError)> = None;
     let mut resolved = BTreeSet::new();
     for (i, c) in candidates.iter().enumerate() {
         let result = probe_in_child(&c.path);
@@ -327,15 +331,14 @@ fn print_net_plugin() {
 
 /// Opens a net plugin the way NCCL does (`RTLD_NOW | RTLD_LOCAL`), and reports its file and
 /// the plugin interface versions it exports.
-fn open_plugin(name: &str) -> Result<(String, Vec<String>), String> {
+fn open_plugin(name: &str) -> Result<(String, Vec<String>), CliError> {
     let before = mapped_files();
     // SAFETY: a net plugin's initialisers are what NCCL itself would run on load.
-    let lib = unsafe { libloading::Library::new(name) }.map_err(|e| {
-        let e = e.to_string();
-        if e.contains("No such file") {
-            "not found".to_string()
+    let lib = unsafe { libloading::Library::new(name) }.map_err(|source| {
+        if source.to_string().contains("No such file") {
+            CliError::PluginNotFound
         } else {
-            e
+            CliError::PluginLoad { source }
         }
     })?;
     let path = mapped_files().difference(&before).find(|p| p.contains("nccl-net")).cloned().unwrap_or(name.to_string());

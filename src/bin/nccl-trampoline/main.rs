@@ -1,13 +1,14 @@
 //! `nccl-trampoline`: look at this machine's NCCL (`doctor`), prove the call core and the
 //! library on it (`selftest`), and measure collectives the way nccl-tests does (`perf`).
 //!
-//! Exit status: 0 when everything asked for passed, 1 when a check failed or a measurement
-//! found wrong values, 2 for bad arguments (clap's usage errors).
+//! Exit status: 0 when everything asked for passed; 1 when a check failed, a measurement found
+//! wrong values, or the command stopped on an error (one line on stderr: `error.rs`); 2 for
+//! bad arguments and options that cannot run together (clap's usage errors).
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod cuda;
 mod doctor;
-mod oracle;
+mod error;
 mod perf;
 mod selftest;
 
@@ -15,6 +16,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+
+use error::Error;
 
 /// Drive NVIDIA NCCL through the nccl-trampoline call core: inspect, self-test, benchmark.
 #[derive(Parser, Debug)]
@@ -46,29 +49,25 @@ enum Command {
 fn main() -> ExitCode {
     restore_sigpipe();
     let cli = Cli::parse();
-    let ok = match cli.command {
+    let result = match cli.command {
         Command::Doctor(args) => doctor::run(&args),
         Command::Selftest(args) => selftest::run(&args),
         Command::Perf(args) => perf::run(&args),
         Command::Probe { library } => doctor::probe(&library),
     };
-    match ok {
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        // Reported the way clap reports a bad option: usage on stderr, exit status 2.
+        Err(Error::Usage(u)) => Cli::command().error(clap::error::ErrorKind::ArgumentConflict, u).exit(),
         Err(e) => {
             // One write: a launcher forwards each rank's output in the chunks written, and
             // eprintln! writes a line in pieces.
             use std::io::Write;
             let _ = std::io::stderr().write_all(format!("nccl-trampoline: {e}\n").as_bytes());
-            ExitCode::from(1)
+            ExitCode::from(e.exit_code())
         }
     }
-}
-
-/// Reports an invalid combination of options the way clap reports a bad option (usage on
-/// stderr, exit status 2).
-pub fn usage_error(message: &str) -> ! {
-    Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message).exit()
 }
 
 /// Restores the default SIGPIPE action (Rust ignores it), so that `nccl-trampoline doctor |

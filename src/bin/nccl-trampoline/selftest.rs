@@ -12,7 +12,8 @@ use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, RedOp, UNI
 use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Error, Signature, Type};
 
 use crate::cuda::Driver;
-use crate::oracle::{self, check_call, OracleRuntime, Pattern};
+use crate::error::{Error as CliError, GpuStep, LibraryError};
+use nccl_trampoline::oracle::{self, check_call, OracleRuntime, Pattern};
 
 /// Options of `selftest`.
 #[derive(clap::Args, Debug)]
@@ -65,7 +66,7 @@ struct OracleEntry {
     reference: *const c_void,
 }
 
-// The built-in oracle: tests/c/oracle_runtime.c and selftest_oracle.c, compiled by build.rs
+// The built-in oracle: oracle/runtime.c and generated/selftest_oracle.c, compiled by build.rs
 // for this program only.
 extern "C" {
     static nt_selftest_functions: [OracleEntry; 0];
@@ -120,7 +121,7 @@ impl OracleRuntime for BuiltInOracle {
     }
 }
 
-pub fn run(args: &Args) -> Result<bool, String> {
+pub fn run(args: &Args) -> Result<bool, CliError> {
     let mut report = Report::default();
     println!("nccl-trampoline selftest ({})", nccl_trampoline::engine::TARGET);
     call_core(&mut report);
@@ -153,7 +154,7 @@ fn call_core(report: &mut Report) {
     let expected = oracle::fingerprint(&functions);
     if oracle.fingerprint != expected {
         report.fail(&format!(
-            "the built-in oracle is stale (fingerprint {:#x}, shapes give {expected:#x}): regenerate selftest_oracle.c",
+            "the built-in oracle is stale (fingerprint {:#x}, shapes give {expected:#x}): regenerate generated/selftest_oracle.c",
             oracle.fingerprint
         ));
         return;
@@ -297,34 +298,43 @@ fn value(rank: usize, i: usize) -> f32 {
     ((rank * 7 + i * 3) % 17) as f32
 }
 
-fn all_reduce_on_all(nccl: &Nccl, driver: &Driver, n: i32, count: usize) -> Result<usize, String> {
+/// The error of a CUDA `step` on `device` (rank and device are one here).
+fn gpu(device: i32, step: GpuStep) -> impl Fn(LibraryError) -> CliError {
+    move |source| CliError::Gpu { rank: device as usize, device, step, source }
+}
+
+fn collective(source: LibraryError) -> CliError {
+    CliError::Collective { source }
+}
+
+fn all_reduce_on_all(nccl: &Nccl, driver: &Driver, n: i32, count: usize) -> Result<usize, CliError> {
     let devices: Vec<i32> = (0..n).collect();
-    let comms = Communicator::init_all(nccl, &devices).map_err(|e| e.to_string())?;
+    let comms = Communicator::init_all(nccl, &devices).map_err(|source| CliError::InitAll { source })?;
     let mut buffers = Vec::new();
-    for d in &devices {
-        driver.activate(*d).map_err(|e| e.to_string())?;
-        let send = driver.alloc(count * 4).map_err(|e| e.to_string())?;
-        let recv = driver.alloc(count * 4).map_err(|e| e.to_string())?;
-        let host: Vec<u8> = (0..count).flat_map(|i| value(*d as usize, i).to_ne_bytes()).collect();
-        send.upload(&host).map_err(|e| e.to_string())?;
-        buffers.push((send, recv, driver.stream().map_err(|e| e.to_string())?));
+    for &d in &devices {
+        driver.activate(d).map_err(gpu(d, GpuStep::Activate))?;
+        let send = driver.alloc(count * 4).map_err(gpu(d, GpuStep::Alloc))?;
+        let recv = driver.alloc(count * 4).map_err(gpu(d, GpuStep::Alloc))?;
+        let host: Vec<u8> = (0..count).flat_map(|i| value(d as usize, i).to_ne_bytes()).collect();
+        send.upload(&host).map_err(gpu(d, GpuStep::Upload))?;
+        buffers.push((send, recv, driver.stream().map_err(gpu(d, GpuStep::Stream))?));
     }
     {
-        let group = nccl.group().map_err(|e| e.to_string())?;
+        let group = nccl.group().map_err(collective)?;
         for (comm, (send, recv, stream)) in comms.iter().zip(&buffers) {
             // SAFETY: both buffers hold `count` floats on this communicator's device and
             // live until the stream is synchronised below.
             unsafe { comm.all_reduce_raw(send.ptr(), recv.ptr(), count, DataType::FLOAT32, RedOp::SUM, stream.raw()) }
-                .map_err(|e| e.to_string())?;
+                .map_err(collective)?;
         }
-        group.end().map_err(|e| e.to_string())?;
+        group.end().map_err(collective)?;
     }
     let mut wrong = 0;
     let mut host = vec![0u8; count * 4];
-    for (d, (_, recv, stream)) in devices.iter().zip(&buffers) {
-        driver.activate(*d).map_err(|e| e.to_string())?;
-        stream.synchronize().map_err(|e| e.to_string())?;
-        recv.download(&mut host).map_err(|e| e.to_string())?;
+    for (&d, (_, recv, stream)) in devices.iter().zip(&buffers) {
+        driver.activate(d).map_err(gpu(d, GpuStep::Activate))?;
+        stream.synchronize().map_err(gpu(d, GpuStep::Synchronize))?;
+        recv.download(&mut host).map_err(gpu(d, GpuStep::Download))?;
         for (i, chunk) in host.chunks_exact(4).enumerate() {
             let want: f32 = (0..n as usize).map(|r| value(r, i)).sum();
             if f32::from_ne_bytes(chunk.try_into().expect("4 bytes")) != want {
@@ -333,7 +343,7 @@ fn all_reduce_on_all(nccl: &Nccl, driver: &Driver, n: i32, count: usize) -> Resu
         }
     }
     for c in comms {
-        c.destroy().map_err(|e| e.to_string())?;
+        c.destroy().map_err(collective)?;
     }
     Ok(wrong)
 }

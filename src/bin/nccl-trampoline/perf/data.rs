@@ -5,6 +5,7 @@ use clap::ValueEnum;
 use nccl_trampoline::nccl::{DataType, RedOp};
 
 use super::collective::Expected;
+use crate::error::Usage;
 
 /// An element type, by nccl-tests' `-d` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -69,20 +70,18 @@ pub const ALL_ELEMS: [Elem; 10] = [
 ];
 pub const ALL_OPS: [Op; 5] = [Op::Sum, Op::Prod, Op::Max, Op::Min, Op::Avg];
 
-pub fn parse_type(s: &str) -> Result<TypeChoice, String> {
+pub fn parse_type(s: &str) -> Result<TypeChoice, Usage> {
     if s == "all" {
         return Ok(TypeChoice::All);
     }
-    Elem::from_str(s, false).map(TypeChoice::One).map_err(|_| {
-        format!("unknown type `{s}` (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)")
-    })
+    Elem::from_str(s, false).map(TypeChoice::One).map_err(|_| Usage::UnknownType(s.to_owned()))
 }
 
-pub fn parse_op(s: &str) -> Result<OpChoice, String> {
+pub fn parse_op(s: &str) -> Result<OpChoice, Usage> {
     if s == "all" {
         return Ok(OpChoice::All);
     }
-    Op::from_str(s, false).map(OpChoice::One).map_err(|_| format!("unknown op `{s}` (sum, prod, max, min, avg, all)"))
+    Op::from_str(s, false).map(OpChoice::One).map_err(|_| Usage::UnknownOp(s.to_owned()))
 }
 
 impl TypeChoice {

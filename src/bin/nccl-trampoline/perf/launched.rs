@@ -12,9 +12,14 @@ use std::time::Duration;
 use nccl_trampoline::launch::{vars, World};
 use nccl_trampoline::nccl::rendezvous::RendezvousKey;
 
+use super::options::Args;
+use super::output::{aggregate, DeviceLine, Output};
+use super::plan::Plan;
+use super::ranks::Ranks;
 use super::report::Measured;
-use super::{aggregate, load, prepare, Args, DeviceLine, Output, Plan, Ranks};
+use super::{load, prepare};
 use crate::cuda::Driver;
+use crate::error::{Error, Usage};
 
 /// How long a rank may take to join: GPU, unique id and init together.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -95,27 +100,19 @@ fn decode_pairs(all: &[u8]) -> Vec<(Measured, Measured)> {
 }
 
 /// One rank of a launched job (or of --procs).
-pub fn rank(args: &Args, world: &World) -> Result<bool, String> {
+pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     if args.ngpus != 1 {
-        crate::usage_error(&format!(
-            "-g {}: each rank of a job that {} started drives one GPU (leave -g out)",
-            args.ngpus,
-            world.launcher()
-        ));
+        return Err(Usage::GpusPerLaunchedRank { ngpus: args.ngpus, launcher: world.launcher().to_string() }.into());
     }
     if args.procs > 1 && !args.procs_rank {
-        crate::usage_error(&format!(
-            "--procs starts its own ranks, but {} already started {} (leave --procs out)",
-            world.launcher(),
-            world.size()
-        ));
+        return Err(Usage::ProcsUnderLauncher { launcher: world.launcher().to_string(), size: world.size() }.into());
     }
-    let plan = Plan::new(args, world.size() as usize).unwrap_or_else(|e| crate::usage_error(&e));
+    let plan = Plan::new(args, world.size() as usize)?;
     let nccl = load(args)?;
-    let driver = Driver::load().map_err(|e| format!("perf needs the CUDA driver: {e}"))?;
+    let driver = Driver::load().map_err(|source| Error::NoCudaDriver { source })?;
     let me = world.rank() as usize;
-    let comm = world.communicator(&nccl, JOIN_TIMEOUT).map_err(|e| format!("rank {me}: {e}"))?;
-    let device = comm.cu_device().map_err(|e| format!("rank {me}: {e}"))?;
+    let comm = world.communicator(&nccl, JOIN_TIMEOUT).map_err(|source| Error::Join { rank: me, source })?;
+    let device = comm.cu_device().map_err(|source| Error::Join { rank: me, source })?;
     let ranks = Ranks::new(&nccl, &driver, vec![(comm, device, me)], &plan, args.watchdog)?;
     let info = driver.device_info(device).ok();
     let (name, bus) = info.map_or(("?".into(), "?".into()), |d| (d.name, d.pci_bus_id));
@@ -143,19 +140,19 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, String> {
 }
 
 /// A free port on loopback, for the ranks' rendezvous.
-fn free_port() -> Result<u16, String> {
-    let l = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("no free port: {e}"))?;
-    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+fn free_port() -> Result<u16, Error> {
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).map(|a| a.port());
+    port.map_err(|source| Error::NoFreePort { source })
 }
 
 /// `--procs N`: starts N ranks on this host, as a launcher would (the crate's own variables,
 /// a fresh secret, a free port), shows rank 0's output, and stops every rank if one fails.
-pub fn start_procs(args: &Args) -> Result<bool, String> {
+pub fn start_procs(args: &Args) -> Result<bool, Error> {
     let n = args.procs;
     prepare(args, n as usize, "--procs")?;
-    let secret = RendezvousKey::random_secret().map_err(|e| e.to_string())?;
+    let secret = RendezvousKey::random_secret().map_err(|source| Error::Secret { source })?;
     let port = free_port()?.to_string();
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|source| Error::CurrentExe { source })?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut children: Vec<Child> = Vec::new();
     for r in 0..n {
@@ -174,9 +171,9 @@ pub fn start_procs(args: &Args) -> Result<bool, String> {
             .spawn();
         match child {
             Ok(c) => children.push(c),
-            Err(e) => {
+            Err(source) => {
                 stop(&mut children);
-                return Err(format!("starting rank {r}: {e}"));
+                return Err(Error::Spawn { rank: r, source });
             }
         }
     }
@@ -186,13 +183,13 @@ pub fn start_procs(args: &Args) -> Result<bool, String> {
     loop {
         for (r, c) in children.iter_mut().enumerate() {
             if status[r].is_none() {
-                status[r] = c.try_wait().map_err(|e| format!("rank {r}: {e}"))?;
+                status[r] = c.try_wait().map_err(|source| Error::Wait { rank: r, source })?;
             }
         }
         if let Some(r) = status.iter().position(|s| s.is_some_and(|s| !s.success())) {
             if status.iter().any(Option::is_none) {
                 stop(&mut children);
-                return Err(format!("rank {r} exited with {}; stopped the other ranks", status[r].expect("exited")));
+                return Err(Error::RankFailed { rank: r, status: status[r].expect("exited") });
             }
             // Every rank ran to the end and one (at least) found wrong elements, or failed.
             return Ok(false);

@@ -1,0 +1,293 @@
+//! The command's one error type: every way a command can stop early, each a variant that says
+//! in one line what failed and, where the cause alone does not, what to do next. `main` prints
+//! it as `nccl-trampoline: <message>` and exits with [`Error::exit_code`].
+//!
+//! The library's errors are held as [`LibraryError`] (their `source()`): the one place that
+//! names the library's error type.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+
+/// The library's error, as the command receives it from every call it makes.
+pub type LibraryError = nccl_trampoline::Error;
+
+/// Why a command stopped before its end.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Options that cannot run together: reported as clap reports a bad option, status 2.
+    #[error(transparent)]
+    Usage(#[from] Usage),
+
+    /// `perf` without the CUDA driver.
+    #[error("perf needs GPUs: {source} (`nccl-trampoline selftest` checks the core and NCCL without one)")]
+    NoCudaDriver {
+        /// Why the driver did not load.
+        source: LibraryError,
+    },
+    /// NCCL did not load (the library's message names the candidates and the fix).
+    #[error("{source}")]
+    NcclLoad {
+        /// The loader's error.
+        source: LibraryError,
+    },
+    /// Fewer GPUs than ranks asked for.
+    #[error("{option} {wanted}: only {visible} GPUs are visible (ask for at most {visible}, or make more visible: CUDA_VISIBLE_DEVICES)")]
+    TooFewGpus {
+        /// The option that asked (`-g`, `--procs`).
+        option: &'static str,
+        /// Ranks asked for.
+        wanted: usize,
+        /// GPUs the driver reports.
+        visible: usize,
+    },
+    /// The driver could not count the GPUs.
+    #[error("counting GPUs: {source}")]
+    DeviceCount {
+        /// The driver's error.
+        source: LibraryError,
+    },
+    /// The launcher's variables describe no valid job.
+    #[error("{source}")]
+    World {
+        /// What is wrong with them.
+        source: LibraryError,
+    },
+    /// A rank of a launched job could not join its communicator or find its GPU.
+    #[error("rank {rank}: {source}")]
+    Join {
+        /// This process's rank.
+        rank: usize,
+        /// The rendezvous' or NCCL's error.
+        source: LibraryError,
+    },
+    /// `ncclCommInitAll` over this process's GPUs failed.
+    #[error("{source}")]
+    InitAll {
+        /// NCCL's error.
+        source: LibraryError,
+    },
+    /// A CUDA step of one rank's set-up, data movement or synchronisation failed.
+    #[error("rank {rank} (GPU {device}): {step}: {source}")]
+    Gpu {
+        /// The rank.
+        rank: usize,
+        /// Its CUDA device.
+        device: i32,
+        /// What it was doing.
+        step: GpuStep,
+        /// The driver's error.
+        source: LibraryError,
+    },
+    /// A collective, a group or a communicator's teardown failed.
+    #[error("{source}")]
+    Collective {
+        /// NCCL's (or the facade's) error.
+        source: LibraryError,
+    },
+    /// The results of ranks in separate processes travel by an all-gather of one local rank.
+    #[error("sharing results between processes needs one rank per process, this one drives {local}")]
+    GatherLocalRanks {
+        /// Ranks this process drives.
+        local: usize,
+    },
+    /// `--procs`: no secret for the ranks' rendezvous.
+    #[error("{source}")]
+    Secret {
+        /// The OS random source's error.
+        source: LibraryError,
+    },
+    /// `--procs`: no port on loopback for the ranks' rendezvous.
+    #[error("no free port on loopback for the ranks' rendezvous: {source}")]
+    NoFreePort {
+        /// The socket error.
+        source: io::Error,
+    },
+    /// This program's own path is unknown (needed to start ranks or probes).
+    #[error("cannot find this program: {source}")]
+    CurrentExe {
+        /// The OS error.
+        source: io::Error,
+    },
+    /// `--procs`: a rank could not be started.
+    #[error("starting rank {rank}: {source}")]
+    Spawn {
+        /// The rank.
+        rank: u32,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// `--procs`: a rank's status could not be read.
+    #[error("rank {rank}: {source}")]
+    Wait {
+        /// The rank.
+        rank: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// `--procs`: a rank failed while others still ran; they were stopped.
+    #[error("rank {rank} exited with {status}; stopped the other ranks")]
+    RankFailed {
+        /// The rank.
+        rank: usize,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// `-J FILE` could not be written.
+    #[error("writing {}: {source}", path.display())]
+    WriteOutput {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// `doctor`: a probe process could not be started.
+    #[error("cannot start a probe: {source}")]
+    ProbeStart {
+        /// The OS error.
+        source: io::Error,
+    },
+    /// `doctor`: the probe loaded nothing; its reason, as the loader gave it.
+    #[error("{reason}")]
+    ProbeRefused {
+        /// The loader's reason, on one line.
+        reason: String,
+    },
+    /// `doctor`: the probe process ended without its report (a library that crashed on load).
+    #[error("the probe died ({status}): {stderr}")]
+    ProbeDied {
+        /// How it ended.
+        status: ExitStatus,
+        /// What it wrote to stderr, on one line.
+        stderr: String,
+    },
+    /// `doctor`: no net plugin of that name on the loader's path.
+    #[error("not found")]
+    PluginNotFound,
+    /// `doctor`: a net plugin exists but does not load.
+    #[error("{source}")]
+    PluginLoad {
+        /// The loader's error.
+        source: libloading::Error,
+    },
+}
+
+impl Error {
+    /// The exit status: 2 for a usage error (as clap's own), 1 for anything else that stopped
+    /// the command (a failed check exits 1 too, without an error).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// The CUDA step of [`Error::Gpu`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuStep {
+    /// Making the device current.
+    Activate,
+    /// Starting the communicator's watchdog.
+    Watchdog,
+    /// Allocating device memory.
+    Alloc,
+    /// Creating a stream.
+    Stream,
+    /// Copying host data to the device.
+    Upload,
+    /// Copying device data to the host.
+    Download,
+    /// Waiting for the stream.
+    Synchronize,
+}
+
+impl std::fmt::Display for GpuStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GpuStep::Activate => "making the device current",
+            GpuStep::Watchdog => "starting the watchdog",
+            GpuStep::Alloc => "allocating device memory",
+            GpuStep::Stream => "creating a stream",
+            GpuStep::Upload => "copying to the device",
+            GpuStep::Download => "copying from the device",
+            GpuStep::Synchronize => "waiting for the stream",
+        })
+    }
+}
+
+/// An option, or a combination of options, that cannot run. The messages name the options
+/// (the fix is to change them); clap adds the usage line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Usage {
+    /// `-b`, `-e`, `-i`: not a number with an optional suffix.
+    #[error("`{0}` is not a size (a number, optionally with K, M or G)")]
+    NotASize(String),
+    /// A size past 2^64 bytes.
+    #[error("`{0}` is too large")]
+    SizeOverflow(String),
+    /// `--watchdog`.
+    #[error("`{0}` is not a positive number of seconds")]
+    NotSeconds(String),
+    /// `-d`.
+    #[error("unknown type `{0}` (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)")]
+    UnknownType(String),
+    /// `-o`.
+    #[error("unknown op `{0}` (sum, prod, max, min, avg, all)")]
+    UnknownOp(String),
+    /// `-G`.
+    #[error("-G (CUDA graphs) is not supported")]
+    CudaGraphs,
+    /// `--procs` with `-g`.
+    #[error("--procs starts one process per GPU: -g must be 1")]
+    ProcsWithGpus,
+    /// `-e` below `-b`.
+    #[error("-e {max} is smaller than -b {min}")]
+    MaxBelowMin {
+        /// `-e`.
+        max: u64,
+        /// `-b`.
+        min: u64,
+    },
+    /// `-i 0 -f 1`.
+    #[error("-i 0 with -f 1 never reaches -e")]
+    StepNeverReaches,
+    /// `-b 0 -f >1`.
+    #[error("-b 0 with -f > 1 never grows")]
+    FactorFromZero,
+    /// `-r` past the last rank.
+    #[error("-r {root}: there are only {nranks} ranks")]
+    RootOutOfRange {
+        /// `-r`.
+        root: u32,
+        /// Ranks of the job.
+        nranks: usize,
+    },
+    /// More sizes than a sweep may have.
+    #[error("more than {limit} sizes: raise -i or -f")]
+    TooManySizes {
+        /// The limit.
+        limit: usize,
+    },
+    /// A size past this machine's address space.
+    #[error("size {0} does not fit this machine")]
+    SizeBeyondMachine(u64),
+    /// `-g` in a launched job.
+    #[error("-g {ngpus}: each rank of a job that {launcher} started drives one GPU (leave -g out)")]
+    GpusPerLaunchedRank {
+        /// `-g`.
+        ngpus: u32,
+        /// The launcher, by name.
+        launcher: String,
+    },
+    /// `--procs` in a launched job.
+    #[error("--procs starts its own ranks, but {launcher} already started {size} (leave --procs out)")]
+    ProcsUnderLauncher {
+        /// The launcher, by name.
+        launcher: String,
+        /// Ranks it started.
+        size: u32,
+    },
+}

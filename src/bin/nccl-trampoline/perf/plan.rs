@@ -1,0 +1,146 @@
+//! What one sweep measures: the options checked against each other, the sizes, the (type,
+//! op) cases, and the row each step fills.
+
+use super::collective::Collective;
+use super::data::{Elem, Op};
+use super::options::Args;
+use super::report::{Measured, Row};
+use crate::error::Usage;
+
+/// What one sweep measures, in order: every (type, op) pair, then every size.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub collective: Collective,
+    pub sizes: Vec<usize>,
+    pub cases: Vec<(Elem, Option<Op>)>,
+    pub nranks: usize,
+    pub root: usize,
+}
+
+/// At most this many sizes per sweep (a typo in -i should not start a day-long run).
+const MAX_SIZES: usize = 100_000;
+
+impl Plan {
+    /// Checks the options against each other and lists the sizes.
+    pub fn new(args: &Args, nranks: usize) -> Result<Plan, Usage> {
+        if args.cudagraph != 0 {
+            return Err(Usage::CudaGraphs);
+        }
+        if args.procs > 1 && args.ngpus != 1 {
+            return Err(Usage::ProcsWithGpus);
+        }
+        if args.max_bytes < args.min_bytes {
+            return Err(Usage::MaxBelowMin { max: args.max_bytes, min: args.min_bytes });
+        }
+        if args.step_factor == 1 && args.step_bytes == 0 && args.max_bytes > args.min_bytes {
+            return Err(Usage::StepNeverReaches);
+        }
+        if args.step_factor > 1 && args.min_bytes == 0 {
+            return Err(Usage::FactorFromZero);
+        }
+        if args.root as usize >= nranks && args.collective.rooted() {
+            return Err(Usage::RootOutOfRange { root: args.root, nranks });
+        }
+        let mut sizes = Vec::new();
+        let mut s = args.min_bytes;
+        while s <= args.max_bytes {
+            if sizes.len() == MAX_SIZES {
+                return Err(Usage::TooManySizes { limit: MAX_SIZES });
+            }
+            let Ok(size) = usize::try_from(s) else { return Err(Usage::SizeBeyondMachine(s)) };
+            sizes.push(size);
+            s = if args.step_factor > 1 { s.saturating_mul(args.step_factor) } else { s + args.step_bytes.max(1) };
+        }
+        let ops: Vec<Option<Op>> =
+            if args.collective.reduces() { args.op.list().into_iter().map(Some).collect() } else { vec![None] };
+        let cases = args.dtype.list().into_iter().flat_map(|e| ops.iter().map(move |o| (e, *o))).collect();
+        Ok(Plan { collective: args.collective, sizes, cases, nranks, root: args.root as usize })
+    }
+
+    /// The measurements in order, each (type, op, size).
+    pub fn steps(&self) -> impl Iterator<Item = (Elem, Option<Op>, usize)> + '_ {
+        self.cases.iter().flat_map(move |&(e, o)| self.sizes.iter().map(move |&s| (e, o, s)))
+    }
+
+    /// The table row for a step, without measurements.
+    pub fn row(&self, elem: Elem, op: Option<Op>, size: usize, out: Measured, inp: Measured) -> Row {
+        let l = self.collective.layout(size / elem.size(), self.nranks);
+        let bytes = l.send.max(l.recv) * elem.size();
+        let bw = |m: Measured| {
+            let (algbw, busbw) = self.collective.bandwidth(l.param, elem.size(), m.time, self.nranks);
+            Measured { algbw, busbw, ..m }
+        };
+        Row {
+            size: bytes,
+            count: l.param,
+            dtype: elem.name(),
+            redop: op.map_or("none", Op::name),
+            root: if self.collective.rooted() { self.root as i32 } else { -1 },
+            out_of_place: bw(out),
+            in_place: bw(inp),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::report::Measured;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(line: &str) -> Result<Args, clap::Error> {
+        Wrapper::try_parse_from(std::iter::once("perf").chain(line.split_whitespace())).map(|w| w.args)
+    }
+
+    #[test]
+    fn sizes_follow_factor_and_step() {
+        let a = args("all_reduce -b 8 -e 1G -f 2").unwrap();
+        let p = Plan::new(&a, 2).unwrap();
+        assert_eq!(p.sizes.len(), 28);
+        assert_eq!((p.sizes[0], p.sizes[27]), (8, 1 << 30));
+        let a = args("all_reduce -b 1K -e 4K -i 1K").unwrap();
+        assert_eq!(Plan::new(&a, 2).unwrap().sizes, [1024, 2048, 3072, 4096]);
+        // The defaults are nccl-tests': 32M once.
+        assert_eq!(Plan::new(&args("broadcast").unwrap(), 2).unwrap().sizes, [32 << 20]);
+    }
+
+    #[test]
+    fn bad_combinations_are_refused() {
+        for (line, nranks) in [
+            ("all_reduce -b 1G -e 8", 2),
+            ("all_reduce -b 0 -e 8 -f 2", 2),
+            ("all_reduce -G 1", 2),
+            ("broadcast -r 2", 2),
+            ("all_reduce --procs 2 -g 2", 2),
+            ("all_reduce -b 1 -e 1G -i 1", 2),
+        ] {
+            assert!(Plan::new(&args(line).unwrap(), nranks).is_err(), "{line}");
+        }
+        for line in ["all_reduce -b x", "all_reduce -d float7", "all_reduce -o mean", "nothing", "all_reduce -c 2"] {
+            assert!(args(line).is_err(), "{line}");
+        }
+    }
+
+    #[test]
+    fn types_and_ops_expand_all() {
+        let p = Plan::new(&args("all_reduce -d all -o all").unwrap(), 2).unwrap();
+        assert_eq!(p.cases.len(), 50);
+        // Collectives without a reduction run once per type, whatever -o says.
+        let p = Plan::new(&args("all_gather -d all -o all").unwrap(), 2).unwrap();
+        assert_eq!(p.cases.len(), 10);
+        let row = p.row(
+            Elem::Float,
+            None,
+            1024,
+            Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None },
+            Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None },
+        );
+        assert_eq!((row.size, row.count, row.redop, row.root), (1024, 128, "none", -1));
+    }
+}
