@@ -23,6 +23,7 @@ mod bounded;
 mod collectives;
 mod communicator;
 mod config;
+mod coverage;
 mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
@@ -38,8 +39,10 @@ mod watchdog;
 pub use collectives::{DeviceBuffer, DeviceBufferMut, Stream};
 pub use communicator::{AbortHandle, Cause, CommState, Communicator, Timeouts};
 pub use config::{config_size, Config, ConfigBuffer};
+pub use coverage::Coverage;
 pub use create::{CommOptions, Pending, ShrinkMode};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
+pub use functions::Sym;
 pub use group::{Group, GroupScope};
 pub use library::{Discovery, Flavor, Nccl, Version};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};
