@@ -20,20 +20,18 @@ pub(crate) const MAX_TABLE_BYTES: u64 = 64 << 20;
 /// A symbol name longer than this is not a C function name this crate looks for.
 pub(crate) const MAX_NAME_BYTES: usize = 4096;
 
-/// `SHT_DYNSYM`.
+/// `SHT_DYNSYM`, the section type of the dynamic symbol table.
 const SHT_DYNSYM: u32 = 11;
-/// `STT_FUNC` and `STT_GNU_IFUNC` (an indirect function is a function to its callers).
-const STT_FUNC: u8 = 2;
-const STT_GNU_IFUNC: u8 = 10;
-/// `STB_GLOBAL`, `STB_WEAK`, `STB_GNU_UNIQUE` (never on functions, but bound like global).
-const STB_GLOBAL: u8 = 1;
-const STB_WEAK: u8 = 2;
-/// `STV_DEFAULT` and `STV_PROTECTED`: visible to other objects.
-const STV_DEFAULT: u8 = 0;
-const STV_PROTECTED: u8 = 3;
+/// Symbol types that are functions: `STT_FUNC` (2) and `STT_GNU_IFUNC` (10: an indirect
+/// function is a function to its callers).
+const FUNCTION_TYPES: [u8; 2] = [2, 10];
+/// Bindings other objects link to: `STB_GLOBAL` (1) and `STB_WEAK` (2).
+const EXPORTED_BINDINGS: [u8; 2] = [1, 2];
+/// Visibilities other objects see: `STV_DEFAULT` (0) and `STV_PROTECTED` (3).
+const VISIBLE: [u8; 2] = [0, 3];
 /// `SHN_UNDEF`: a symbol the object imports, not one it defines.
 const SHN_UNDEF: u16 = 0;
-/// `Elf64_Ehdr` and `Elf64_Shdr` and `Elf64_Sym` sizes.
+/// The sizes of `Elf64_Ehdr`, `Elf64_Shdr` and `Elf64_Sym`.
 const EHDR_BYTES: usize = 64;
 const SHDR_BYTES: u64 = 64;
 const SYM_BYTES: u64 = 24;
@@ -88,9 +86,9 @@ pub(crate) fn exported_functions(path: &Path) -> Result<Vec<String>, String> {
         .chunks_exact(SYM_BYTES as usize)
         .filter(|sym| {
             let (info, other, shndx) = (sym[4], sym[5], u16_at(sym, 6));
-            matches!(info & 0xf, STT_FUNC | STT_GNU_IFUNC)
-                && matches!(info >> 4, STB_GLOBAL | STB_WEAK)
-                && matches!(other & 3, STV_DEFAULT | STV_PROTECTED)
+            FUNCTION_TYPES.contains(&(info & 0xf))
+                && EXPORTED_BINDINGS.contains(&(info >> 4))
+                && VISIBLE.contains(&(other & 3))
                 && shndx != SHN_UNDEF
         })
         .filter_map(|sym| name_at(&strings, u32_at(sym, 0)))
@@ -124,6 +122,9 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `st_info` values: binding << 4 | type (global 1, weak 2; function 2, object 1, ifunc 10).
+    const GLOBAL_FUNC: u8 = 0x12;
 
     fn write(name: &str, bytes: &[u8]) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("nccl-trampoline-elf-{}", std::process::id()));
@@ -177,18 +178,18 @@ mod tests {
 
     #[test]
     fn only_defined_visible_functions_count() {
-        const GLOBAL_FUNC: u8 = (STB_GLOBAL << 4) | STT_FUNC;
         let path = write(
             "lib.so",
             &elf(&[
-                ("ncclAllReduce", GLOBAL_FUNC, STV_DEFAULT, 12),
-                ("pncclAllReduce", (STB_WEAK << 4) | STT_FUNC, STV_DEFAULT, 12),
-                ("ncclImported", GLOBAL_FUNC, STV_DEFAULT, SHN_UNDEF),
+                // (name, st_info, st_other: visibility 0 default, 2 hidden, 3 protected, st_shndx)
+                ("ncclAllReduce", GLOBAL_FUNC, 0, 12),
+                ("pncclAllReduce", 0x22, 0, 12),
+                ("ncclImported", GLOBAL_FUNC, 0, SHN_UNDEF),
                 ("ncclHidden", GLOBAL_FUNC, 2, 12),
-                ("ncclLocal", STT_FUNC, STV_DEFAULT, 12),
-                ("ncclObject", (STB_GLOBAL << 4) | 1, STV_DEFAULT, 12),
-                ("ncclIndirect", (STB_GLOBAL << 4) | STT_GNU_IFUNC, STV_PROTECTED, 12),
-                ("ncclAllReduce", GLOBAL_FUNC, STV_DEFAULT, 12),
+                ("ncclLocal", 0x02, 0, 12),
+                ("ncclObject", 0x11, 0, 12),
+                ("ncclIndirect", 0x1a, 3, 12),
+                ("ncclAllReduce", GLOBAL_FUNC, 0, 12),
             ]),
         );
         assert_eq!(exported_functions(&path).unwrap(), ["ncclAllReduce", "ncclIndirect", "pncclAllReduce"]);
@@ -199,7 +200,7 @@ mod tests {
     /// and section headers, is tried.
     #[test]
     fn hostile_files_are_errors() {
-        let good = elf(&[("ncclGetVersion", (STB_GLOBAL << 4) | STT_FUNC, STV_DEFAULT, 12)]);
+        let good = elf(&[("ncclGetVersion", GLOBAL_FUNC, 0, 12)]);
         for n in 0..good.len() {
             let path = write("prefix.so", &good[..n]);
             let _ = exported_functions(&path);

@@ -356,6 +356,61 @@ macro_rules! foreign_functions {
 mod tests {
     use super::*;
 
+    crate::foreign_functions! {
+        /// libc's `abs`, and a function no library has.
+        struct Libc, enum LibcSym {
+            /// `int abs(int)`
+            abs: Abs = "abs" (x: i32) -> i32;
+            /// Never exported.
+            absent: Absent = "nccl_trampoline_no_such_function" since (9, 8, 7) (x: *mut c_void) -> u64;
+        }
+    }
+
+    crate::foreign_functions! {
+        /// One line, two prototypes: `H` is chosen per instance.
+        struct ByHandle<H>, enum ByHandleSym {
+            labs: Labs = "labs" (x: H) -> i64;
+        }
+    }
+
+    #[test]
+    fn a_table_indexes_binds_lists_and_wraps_its_lines() {
+        assert_eq!(LibcSym::ALL, &[LibcSym::Abs, LibcSym::Absent]);
+        assert_eq!((LibcSym::Absent as usize, LibcSym::Absent.name()), (1, "nccl_trampoline_no_such_function"));
+        assert_eq!((LibcSym::Abs.since(), LibcSym::Absent.since()), (None, Some((9, 8, 7))));
+        let rows = Libc::SYMBOLS;
+        assert_eq!(rows[1].sym, LibcSym::Absent);
+        assert_eq!((rows[0].signature)().unwrap(), Signature::new(vec![Type::I32], Some(Type::I32)).unwrap());
+        assert_eq!((rows[1].signature)().unwrap(), Signature::new(vec![Type::Pointer], Some(Type::U64)).unwrap());
+        // The handle type decides the prototype.
+        let narrow = (ByHandle::<i32>::SYMBOLS[0].signature)().unwrap();
+        let wide = (ByHandle::<*const c_void>::SYMBOLS[0].signature)().unwrap();
+        assert_eq!((narrow.args(), wide.args()), (&[Type::I32][..], &[Type::Pointer][..]));
+        if crate::Abi::native().is_none() {
+            return;
+        }
+        // SAFETY: the C library's initialisers have run already in this process.
+        let lib = unsafe { Library::new("libc.so.6") }.unwrap();
+        let libc = Libc::resolve(&lib).unwrap();
+        assert_eq!((libc.bound(), libc.missing()), (1, vec!["nccl_trampoline_no_such_function"]));
+        // SAFETY: `abs` takes any int but INT_MIN.
+        assert_eq!(unsafe { libc.abs(-5) }.unwrap(), 5);
+        assert_eq!(libc.abs.name(), "abs");
+        // SAFETY: an unbound function calls nothing.
+        let missing = unsafe { libc.absent(core::ptr::null_mut()) };
+        assert!(matches!(missing, Err(Error::SymbolMissing { symbol: "nccl_trampoline_no_such_function" })));
+        // SAFETY: `labs` takes any long but LONG_MIN.
+        assert_eq!(unsafe { ByHandle::<i64>::resolve(&lib).unwrap().labs(-7) }.unwrap(), 7);
+        // A plan is checked against the types it is bound to: the wrong entry for a table is
+        // refused, not called.
+        let entries = resolve_entries(&lib, Libc::SYMBOLS, |row| row.name).unwrap();
+        let abs_only = &entries[..1];
+        // SAFETY: nothing is called.
+        assert!(unsafe { ByHandle::<*const c_void>::bind(abs_only) }.is_err(), "an int plan bound to a pointer");
+        // SAFETY: as above.
+        assert!(unsafe { Libc::bind(abs_only) }.is_err(), "one entry for a table of two");
+    }
+
     #[test]
     fn scalar_types_match_their_c_sizes() {
         fn check<T: crate::CArg>() {
