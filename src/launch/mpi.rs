@@ -49,19 +49,6 @@ impl MpiAbi {
     }
 }
 
-/// MPICH's `mpi.h`: `#define MPI_COMM_WORLD ((MPI_Comm)0x44000000)`.
-const MPICH_COMM_WORLD: i32 = 0x4400_0000;
-/// MPICH's `mpi.h`: `#define MPI_BYTE ((MPI_Datatype)0x4c00010d)`.
-const MPICH_BYTE: i32 = 0x4c00_010d;
-/// The standard ABI's `mpi.h`: `#define MPI_COMM_WORLD ((MPI_Comm)0x00000101)`.
-const STANDARD_COMM_WORLD: usize = 0x101;
-/// The standard ABI's `mpi.h`: `#define MPI_BYTE ((MPI_Datatype)0x00000247)`.
-const STANDARD_BYTE: usize = 0x247;
-/// `MPI_MAX_LIBRARY_VERSION_STRING` is 256 in Open MPI and 8192 in MPICH and the standard ABI.
-const VERSION_BYTES: usize = 8192;
-/// Bigger than every `MPI_Status` (Open MPI 24 bytes, MPICH 20, the standard ABI 32).
-const STATUS_BYTES: usize = 256;
-
 crate::foreign_functions! {
     /// The MPI functions without handle arguments: one prototype in every ABI. All return
     /// `int` (`MPI_SUCCESS` is 0).
@@ -102,6 +89,19 @@ crate::foreign_functions! {
             (buffer: *mut u8, count: i32, datatype: H, root: i32, comm: H, request: *mut u8) -> i32;
     }
 }
+
+/// MPICH's `mpi.h`: `#define MPI_COMM_WORLD ((MPI_Comm)0x44000000)`.
+const MPICH_COMM_WORLD: i32 = 0x4400_0000;
+/// MPICH's `mpi.h`: `#define MPI_BYTE ((MPI_Datatype)0x4c00010d)`.
+const MPICH_BYTE: i32 = 0x4c00_010d;
+/// The standard ABI's `mpi.h`: `#define MPI_COMM_WORLD ((MPI_Comm)0x00000101)`.
+const STANDARD_COMM_WORLD: usize = 0x101;
+/// The standard ABI's `mpi.h`: `#define MPI_BYTE ((MPI_Datatype)0x00000247)`.
+const STANDARD_BYTE: usize = 0x247;
+/// `MPI_MAX_LIBRARY_VERSION_STRING` is 256 in Open MPI and 8192 in MPICH and the standard ABI.
+const VERSION_BYTES: usize = 8192;
+/// Bigger than every `MPI_Status` (Open MPI 24 bytes, MPICH 20, the standard ABI 32).
+const STATUS_BYTES: usize = 256;
 
 /// The functions with handles, bound for one ABI, with that ABI's `MPI_COMM_WORLD` and
 /// `MPI_BYTE`.
@@ -393,18 +393,25 @@ impl MpiSession<'_> {
         self.initialized_here
     }
 
+    /// An `int` of `MPI_COMM_WORLD` that `call` writes (`function` names it in errors).
+    fn world_int(
+        &self,
+        function: &'static str,
+        call: fn(&dyn HandleCalls, *mut i32) -> Result<i32, Error>,
+    ) -> Result<i32, Error> {
+        let mut v = -1i32;
+        self.mpi.check(function, call(&*self.mpi.handles, &mut v))?;
+        Ok(v)
+    }
+
     /// `MPI_Comm_rank(MPI_COMM_WORLD)`.
     pub fn rank(&self) -> Result<i32, Error> {
-        let mut v = -1i32;
-        self.mpi.check("MPI_Comm_rank", self.mpi.handles.comm_rank(&mut v))?;
-        Ok(v)
+        self.world_int("MPI_Comm_rank", |h, v| h.comm_rank(v))
     }
 
     /// `MPI_Comm_size(MPI_COMM_WORLD)`.
     pub fn size(&self) -> Result<i32, Error> {
-        let mut v = -1i32;
-        self.mpi.check("MPI_Comm_size", self.mpi.handles.comm_size(&mut v))?;
-        Ok(v)
+        self.world_int("MPI_Comm_size", |h, v| h.comm_size(v))
     }
 
     /// Broadcasts `buf` from `root` over `MPI_COMM_WORLD` (`MPI_Ibcast` of bytes, then
