@@ -26,36 +26,36 @@ const EVENT_DISABLE_TIMING: u32 = 2;
 /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
 const POINTER_ATTRIBUTE_DEVICE_ORDINAL: i32 = 9;
 
-crate::c_functions! {
+crate::foreign_functions! {
     /// The driver functions this crate calls. All return `CUresult`.
-    struct DriverFns {
-        fn init = "cuInit"(flags: u32) -> i32;
-        fn driver_get_version = "cuDriverGetVersion"(version: *mut i32) -> i32;
-        fn device_get_count = "cuDeviceGetCount"(count: *mut i32) -> i32;
-        fn device_get = "cuDeviceGet"(device: *mut i32, ordinal: i32) -> i32;
-        fn device_get_name = "cuDeviceGetName"(name: *mut u8, len: i32, device: i32) -> i32;
-        fn device_total_mem = "cuDeviceTotalMem_v2"(bytes: *mut usize, device: i32) -> i32;
-        fn device_get_pci_bus_id = "cuDeviceGetPCIBusId"(id: *mut u8, len: i32, device: i32) -> i32;
-        fn primary_ctx_retain = "cuDevicePrimaryCtxRetain"(ctx: *mut *mut c_void, device: i32) -> i32;
-        fn ctx_set_current = "cuCtxSetCurrent"(ctx: *mut c_void) -> i32;
-        fn ctx_get_current = "cuCtxGetCurrent"(ctx: *mut *mut c_void) -> i32;
-        fn ctx_get_device = "cuCtxGetDevice"(device: *mut i32) -> i32;
-        fn mem_alloc = "cuMemAlloc_v2"(ptr: *mut u64, bytes: usize) -> i32;
-        fn mem_free = "cuMemFree_v2"(ptr: u64) -> i32;
-        fn memcpy_htod = "cuMemcpyHtoD_v2"(dst: u64, src: *const c_void, bytes: usize) -> i32;
-        fn memcpy_dtoh = "cuMemcpyDtoH_v2"(dst: *mut c_void, src: u64, bytes: usize) -> i32;
-        fn memset_d32 = "cuMemsetD32_v2"(dst: u64, value: u32, count: usize) -> i32;
-        fn stream_create = "cuStreamCreate"(stream: *mut *mut c_void, flags: u32) -> i32;
-        fn stream_query = "cuStreamQuery"(stream: *mut c_void) -> i32;
-        fn stream_synchronize = "cuStreamSynchronize"(stream: *mut c_void) -> i32;
-        fn stream_destroy = "cuStreamDestroy_v2"(stream: *mut c_void) -> i32;
-        fn stream_get_ctx = "cuStreamGetCtx"(stream: *mut c_void, ctx: *mut *mut c_void) -> i32;
-        fn event_create = "cuEventCreate"(event: *mut *mut c_void, flags: u32) -> i32;
-        fn event_record = "cuEventRecord"(event: *mut c_void, stream: *mut c_void) -> i32;
-        fn event_query = "cuEventQuery"(event: *mut c_void) -> i32;
-        fn event_destroy = "cuEventDestroy_v2"(event: *mut c_void) -> i32;
-        fn pointer_get_attribute = "cuPointerGetAttribute"(data: *mut c_void, attribute: i32, ptr: u64) -> i32;
-        fn get_error_string = "cuGetErrorString"(code: i32, text: *mut *const c_char) -> i32;
+    struct DriverFns, enum DriverSym {
+        init: Init = "cuInit" (flags: u32) -> i32;
+        driver_get_version: DriverGetVersion = "cuDriverGetVersion" (version: *mut i32) -> i32;
+        device_get_count: DeviceGetCount = "cuDeviceGetCount" (count: *mut i32) -> i32;
+        device_get: DeviceGet = "cuDeviceGet" (device: *mut i32, ordinal: i32) -> i32;
+        device_get_name: DeviceGetName = "cuDeviceGetName" (name: *mut u8, len: i32, device: i32) -> i32;
+        device_total_mem: DeviceTotalMem = "cuDeviceTotalMem_v2" (bytes: *mut usize, device: i32) -> i32;
+        device_get_pci_bus_id: DeviceGetPciBusId = "cuDeviceGetPCIBusId" (id: *mut u8, len: i32, device: i32) -> i32;
+        primary_ctx_retain: PrimaryCtxRetain = "cuDevicePrimaryCtxRetain" (ctx: *mut *mut c_void, device: i32) -> i32;
+        ctx_set_current: CtxSetCurrent = "cuCtxSetCurrent" (ctx: *mut c_void) -> i32;
+        ctx_get_current: CtxGetCurrent = "cuCtxGetCurrent" (ctx: *mut *mut c_void) -> i32;
+        ctx_get_device: CtxGetDevice = "cuCtxGetDevice" (device: *mut i32) -> i32;
+        mem_alloc: MemAlloc = "cuMemAlloc_v2" (ptr: *mut u64, bytes: usize) -> i32;
+        mem_free: MemFree = "cuMemFree_v2" (ptr: u64) -> i32;
+        memcpy_htod: MemcpyHtod = "cuMemcpyHtoD_v2" (dst: u64, src: *const c_void, bytes: usize) -> i32;
+        memcpy_dtoh: MemcpyDtoh = "cuMemcpyDtoH_v2" (dst: *mut c_void, src: u64, bytes: usize) -> i32;
+        memset_d32: MemsetD32 = "cuMemsetD32_v2" (dst: u64, value: u32, count: usize) -> i32;
+        stream_create: StreamCreate = "cuStreamCreate" (stream: *mut *mut c_void, flags: u32) -> i32;
+        stream_query: StreamQuery = "cuStreamQuery" (stream: *mut c_void) -> i32;
+        stream_synchronize: StreamSynchronize = "cuStreamSynchronize" (stream: *mut c_void) -> i32;
+        stream_destroy: StreamDestroy = "cuStreamDestroy_v2" (stream: *mut c_void) -> i32;
+        stream_get_ctx: StreamGetCtx = "cuStreamGetCtx" (stream: *mut c_void, ctx: *mut *mut c_void) -> i32;
+        event_create: EventCreate = "cuEventCreate" (event: *mut *mut c_void, flags: u32) -> i32;
+        event_record: EventRecord = "cuEventRecord" (event: *mut c_void, stream: *mut c_void) -> i32;
+        event_query: EventQuery = "cuEventQuery" (event: *mut c_void) -> i32;
+        event_destroy: EventDestroy = "cuEventDestroy_v2" (event: *mut c_void) -> i32;
+        pointer_get_attribute: PointerGetAttribute = "cuPointerGetAttribute" (data: *mut c_void, attribute: i32, ptr: u64) -> i32;
+        get_error_string: GetErrorString = "cuGetErrorString" (code: i32, text: *mut *const c_char) -> i32;
     }
 }
 

@@ -183,6 +183,14 @@ pub enum Error {
         /// x86_64 build", a missing dependency, "not an NCCL library", ...
         reason: String,
     },
+    /// The dynamic symbol table of a loaded library could not be read (for its coverage).
+    #[error("cannot read the symbol table of {path}: {reason}")]
+    SymbolTable {
+        /// The file.
+        path: String,
+        /// Why: "not a 64-bit little-endian ELF file", "no dynamic symbol table", ...
+        reason: String,
+    },
     /// The loaded library (or its config struct) lacks what the call needs.
     #[error("{symbol} needs NCCL {needs}, the loaded library is {loaded}")]
     Unsupported {

@@ -43,6 +43,7 @@
 
 pub mod abi;
 pub mod cuda;
+mod elf;
 pub mod engine;
 mod error;
 pub mod launch;

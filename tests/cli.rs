@@ -154,6 +154,12 @@ fn doctor_reports_the_candidate_that_loads_and_what_it_lacks() {
     let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", new.to_str().unwrap())]);
     let (out, _) = text(&o);
     assert!(out.contains("every symbol the facade knows is present"), "{out}");
+    // The stand-in exports only functions of the table: every one bound.
+    let n = nccl_trampoline::nccl::Sym::ALL.len();
+    assert!(
+        out.contains(&format!("NCCL API coverage: {n} of {n} functions exported by this library are bound\n")),
+        "{out}"
+    );
 }
 
 #[test]

@@ -129,6 +129,23 @@ fn load_from_is_strict_and_says_why() {
     assert_eq!(err.to_string(), "cannot load libnccl-no-such-name.so.9: not found by the system loader");
 }
 
+/// A library with NCCL's first functions but no `ncclGetVersion` is an NCCL older than 2.3.4
+/// (the stand-in built as 2.2.12): refused with that reason, not taken for "not NCCL".
+fn an_nccl_older_than_get_version_is_refused_with_the_reason() {
+    let dir = common::work_dir("fake-nccl-2212");
+    let src = common::repo_file("tests/c/fake_nccl.c");
+    let lib = common::build_shared_with(&dir, "nccl", &[src], &["-DFAKE_VERSION=2212"]);
+    let err = Nccl::load_from(&lib).unwrap_err();
+    assert!(matches!(err, Error::LibraryLoad { variable: None, .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot load {}: it exports no ncclGetVersion (NCCL 2.3.4 and later do): an NCCL older than 2.3.4, which is not supported",
+            lib.display()
+        )
+    );
+}
+
 fn a_library_built_for_another_architecture_is_named() {
     let dir = common::work_dir("discovery-foreign");
     // The ELF identification and header of a shared object for the other architecture: all
@@ -208,6 +225,7 @@ fn discovery_scenarios_in_order() {
     // From here on, libraries are loaded only explicitly or fail to load.
     a_failing_library_variable_fails_loudly_and_nothing_else_is_tried();
     load_from_is_strict_and_says_why();
+    an_nccl_older_than_get_version_is_refused_with_the_reason();
     a_library_built_for_another_architecture_is_named();
     the_wheel_and_its_cuda_major_are_reported();
 }

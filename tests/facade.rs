@@ -26,6 +26,31 @@ fn loads_and_reports_path_version_and_symbols() {
     assert!(missing.contains(&"ncclCommInitRankConfig") && missing.contains(&"ncclGetLastError"), "{missing:?}");
 }
 
+/// Coverage from the stand-in's own ELF symbol table: each build exports exactly the table's
+/// functions of its version (its `fake_*` test hooks are not NCCL's), all of them bound.
+#[test]
+fn coverage_counts_the_files_exported_nccl_functions() {
+    let _g = serial();
+    for code in common::standin::VERSIONS {
+        let nccl = Nccl::load_from(fake_nccl(code)).unwrap();
+        let coverage = nccl.coverage().unwrap();
+        let missing: Vec<&str> = nccl.missing_symbols().iter().map(|(n, _)| *n).collect();
+        let mut expected: Vec<&str> =
+            nccl_trampoline::nccl::Sym::ALL.iter().map(|s| s.name()).filter(|n| !missing.contains(n)).collect();
+        expected.sort_unstable();
+        assert_eq!(coverage.bound, expected, "{code}");
+        assert_eq!(coverage.exported, expected, "{code}: no fake_* hook counts");
+        assert!(coverage.unbound.is_empty(), "{code}: {:?}", coverage.unbound);
+        assert_eq!(
+            coverage.to_string(),
+            format!("{n} of {n} functions exported by this library are bound", n = expected.len())
+        );
+    }
+    // The 2.7.8 build lacks ncclCommInitRankConfig: neither exported nor bound.
+    let old = Nccl::load_from(fake_nccl(2708)).unwrap().coverage().unwrap();
+    assert!(!old.exported.iter().any(|n| n == "ncclCommInitRankConfig"), "{old:?}");
+}
+
 #[test]
 fn init_rank_passes_the_id_by_value_byte_for_byte() {
     let _g = serial();

@@ -89,6 +89,34 @@ fn init_rank_without_a_gpu_fails_cleanly_with_nccls_error() {
     }
 }
 
+/// Coverage read from the real wheel's ELF symbol table: NCCL 2.32.3 exports 97 public
+/// functions (`readelf --dyn-syms`: defined `FUNC` symbols named `nccl` then a capital), the
+/// `pnccl*` aliases do not count, and every function of the table that the library exports is
+/// bound.
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn coverage_of_the_real_library() {
+    let mut paths = vec![lib("NCCL_TRAMPOLINE_REAL_NCCL")];
+    if cfg!(target_arch = "x86_64") {
+        paths.push(lib("NCCL_TRAMPOLINE_REAL_NCCL_OLD"));
+    }
+    for path in paths {
+        let nccl = Nccl::load_from(&path).unwrap();
+        let coverage = nccl.coverage().unwrap();
+        eprintln!("NCCL {}: {coverage}; unbound: {}", nccl.version(), coverage.unbound.join(", "));
+        let table = nccl_trampoline::nccl::Sym::ALL.len();
+        assert_eq!(coverage.bound.len(), table - nccl.missing_symbols().len(), "{coverage:?}");
+        assert_eq!(coverage.bound.len() + coverage.unbound.len(), coverage.exported.len());
+        assert!(coverage.exported.iter().all(|n| n.starts_with("nccl")), "{coverage:?}");
+        assert!(coverage.exported.iter().any(|n| n == "ncclBcast"), "ncclBcast is exported and not bound");
+        assert!(coverage.unbound.iter().any(|n| n == "ncclBcast"));
+        if nccl.version() == Version::new(2, 32, 3) {
+            assert_eq!(coverage.exported.len(), 97);
+            assert!(coverage.unbound.iter().any(|n| n == "ncclParamGetI32"), "{coverage:?}");
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
 #[cfg(target_arch = "x86_64")]

@@ -13,16 +13,18 @@
 //!   `0x247`).
 //!
 //! So `MPI_Bcast(void *, int, MPI_Datatype, int, MPI_Comm)` has two C prototypes: the handles
-//! go in 64-bit or in 32-bit argument slots. Each function is declared once below with `H` for
-//! a handle; the call plans are made for the ABI of the library that was loaded, which is
+//! go in 64-bit or in 32-bit argument slots. Each function is declared once below
+//! ([`foreign_functions!`](crate::foreign_functions)): those without handles in one table,
+//! those with handles in a table whose handle type `H` is chosen for the ABI of the library
+//! that was loaded (a pointer for Open MPI and the standard ABI, an `int` for MPICH), which is
 //! detected from what it exports, never guessed from its file name
-//! (docs/adr/0010-launchers-and-rendezvous.md).
+//! (docs/adr/0010-launchers-and-rendezvous.md, docs/adr/0017-one-table-mechanism.md).
 
 use core::ffi::{c_char, c_void};
 use std::time::{Duration, Instant};
 
 use crate::launch::world::{vars, Launcher};
-use crate::{arg, CallPlan, Error, Signature, Type};
+use crate::Error;
 
 /// How a library spells its handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +49,47 @@ impl MpiAbi {
     }
 }
 
+crate::foreign_functions! {
+    /// The MPI functions without handle arguments: one prototype in every ABI. All return
+    /// `int` (`MPI_SUCCESS` is 0).
+    struct MpiFns, enum MpiSym {
+        /// `int MPI_Initialized(int *flag)`
+        initialized: Initialized = "MPI_Initialized" (flag: *mut i32) -> i32;
+        /// `int MPI_Finalized(int *flag)`
+        finalized: Finalized = "MPI_Finalized" (flag: *mut i32) -> i32;
+        /// `int MPI_Init(int *argc, char ***argv)`
+        init: Init = "MPI_Init" (argc: *mut i32, argv: *mut *mut *mut c_char) -> i32;
+        /// `int MPI_Finalize(void)`
+        finalize: Finalize = "MPI_Finalize" () -> i32;
+        /// `int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)`
+        test: Test = "MPI_Test" (request: *mut u8, flag: *mut i32, status: *mut u8) -> i32;
+        /// `int MPI_Get_library_version(char *version, int *resultlen)` (MPI-3)
+        get_library_version: GetLibraryVersion = "MPI_Get_library_version" (version: *mut c_char, len: *mut i32) -> i32;
+        /// `int MPI_Error_string(int errorcode, char *string, int *resultlen)`
+        error_string: ErrorString = "MPI_Error_string" (code: i32, text: *mut u8, len: *mut i32) -> i32;
+        /// `int MPI_Abi_get_version(int *abi_major, int *abi_minor)`: MPI 5.0, only the
+        /// standard-ABI library has it.
+        abi_get_version: AbiGetVersion = "MPI_Abi_get_version" (major: *mut i32, minor: *mut i32) -> i32;
+    }
+}
+
+crate::foreign_functions! {
+    /// The MPI functions that take handles (`MPI_Comm`, `MPI_Datatype`), with `H` the loaded
+    /// ABI's handle type. All return `int`.
+    struct MpiHandleFns<H>, enum MpiHandleSym {
+        /// `int MPI_Comm_rank(MPI_Comm comm, int *rank)`
+        comm_rank: CommRank = "MPI_Comm_rank" (comm: H, rank: *mut i32) -> i32;
+        /// `int MPI_Comm_size(MPI_Comm comm, int *size)`
+        comm_size: CommSize = "MPI_Comm_size" (comm: H, size: *mut i32) -> i32;
+        /// `int MPI_Type_size(MPI_Datatype datatype, int *size)`
+        type_size: TypeSize = "MPI_Type_size" (datatype: H, size: *mut i32) -> i32;
+        /// `int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root,
+        /// MPI_Comm comm, MPI_Request *request)`
+        ibcast: Ibcast = "MPI_Ibcast"
+            (buffer: *mut u8, count: i32, datatype: H, root: i32, comm: H, request: *mut u8) -> i32;
+    }
+}
+
 /// MPICH's `mpi.h`: `#define MPI_COMM_WORLD ((MPI_Comm)0x44000000)`.
 const MPICH_COMM_WORLD: i32 = 0x4400_0000;
 /// MPICH's `mpi.h`: `#define MPI_BYTE ((MPI_Datatype)0x4c00010d)`.
@@ -60,64 +103,45 @@ const VERSION_BYTES: usize = 8192;
 /// Bigger than every `MPI_Status` (Open MPI 24 bytes, MPICH 20, the standard ABI 32).
 const STATUS_BYTES: usize = 256;
 
-/// A handle value, in the form the loaded ABI passes it.
-#[derive(Clone, Copy, Debug)]
-enum Handle {
-    Pointer(*const c_void),
-    Int(i32),
+/// The functions with handles, bound for one ABI, with that ABI's `MPI_COMM_WORLD` and
+/// `MPI_BYTE`.
+struct Handles<H> {
+    fns: MpiHandleFns<H>,
+    comm_world: H,
+    byte: H,
 }
 
-/// Argument kinds of the table below.
-#[derive(Clone, Copy)]
-enum A {
-    /// An MPI handle (`MPI_Comm`, `MPI_Datatype`): pointer or `int` by ABI.
-    H,
-    /// A pointer.
-    P,
-    /// `int`.
-    I,
+/// The calls that take handles, whatever the handle type: each returns MPI's result code
+/// (`Err` only for a function the library lacks, which loading has ruled out).
+trait HandleCalls {
+    fn comm_rank(&self, rank: *mut i32) -> Result<i32, Error>;
+    fn comm_size(&self, size: *mut i32) -> Result<i32, Error>;
+    fn byte_size(&self, size: *mut i32) -> Result<i32, Error>;
+    fn ibcast_bytes(&self, data: *mut u8, count: i32, root: i32, request: *mut u8) -> Result<i32, Error>;
+    fn missing(&self) -> Vec<&'static str>;
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(usize)]
-enum F {
-    Initialized,
-    Finalized,
-    Init,
-    Finalize,
-    CommRank,
-    CommSize,
-    TypeSize,
-    Ibcast,
-    Test,
-    GetLibraryVersion,
-    ErrorString,
-    AbiGetVersion,
-}
-
-use A::{H, I, P};
-
-/// Every function used: its name, arguments, and whether a library may lack it. All return
-/// `int`.
-const FUNCTIONS: &[(F, &str, &[A], bool)] = &[
-    (F::Initialized, "MPI_Initialized", &[P], false),
-    (F::Finalized, "MPI_Finalized", &[P], false),
-    (F::Init, "MPI_Init", &[P, P], false),
-    (F::Finalize, "MPI_Finalize", &[], false),
-    (F::CommRank, "MPI_Comm_rank", &[H, P], false),
-    (F::CommSize, "MPI_Comm_size", &[H, P], false),
-    (F::TypeSize, "MPI_Type_size", &[H, P], false),
-    (F::Ibcast, "MPI_Ibcast", &[P, I, H, I, H, P], false),
-    (F::Test, "MPI_Test", &[P, P, P], false),
-    (F::GetLibraryVersion, "MPI_Get_library_version", &[P, P], false),
-    (F::ErrorString, "MPI_Error_string", &[I, P, P], false),
-    // MPI 5.0: only the standard-ABI library has it.
-    (F::AbiGetVersion, "MPI_Abi_get_version", &[P, P], true),
-];
-
-struct Entry {
-    func: *const c_void,
-    plan: CallPlan,
+impl<H: crate::CArg + Copy + 'static> HandleCalls for Handles<H> {
+    fn comm_rank(&self, rank: *mut i32) -> Result<i32, Error> {
+        // SAFETY: the ABI's MPI_COMM_WORLD and a live `int` (callers).
+        unsafe { self.fns.comm_rank(self.comm_world, rank) }
+    }
+    fn comm_size(&self, size: *mut i32) -> Result<i32, Error> {
+        // SAFETY: as above.
+        unsafe { self.fns.comm_size(self.comm_world, size) }
+    }
+    fn byte_size(&self, size: *mut i32) -> Result<i32, Error> {
+        // SAFETY: the ABI's MPI_BYTE and a live `int` (callers).
+        unsafe { self.fns.type_size(self.byte, size) }
+    }
+    fn ibcast_bytes(&self, data: *mut u8, count: i32, root: i32, request: *mut u8) -> Result<i32, Error> {
+        // SAFETY: `data` holds `count` bytes and `request` an MPI_Request, both kept alive until
+        // the request completes or leaked (the caller, `MpiSession::broadcast`).
+        unsafe { self.fns.ibcast(data, count, self.byte, root, self.comm_world, request) }
+    }
+    fn missing(&self) -> Vec<&'static str> {
+        self.fns.missing()
+    }
 }
 
 /// An MPI library, loaded, its ABI detected and its call plans made.
@@ -125,9 +149,9 @@ pub struct Mpi {
     path: String,
     abi: MpiAbi,
     version: String,
-    fns: Vec<Option<Entry>>,
-    comm_world: Handle,
-    byte: Handle,
+    fns: MpiFns,
+    handles: Box<dyn HandleCalls>,
+    // Last field: dropped after the bindings that point into it.
     _lib: libloading::Library,
 }
 
@@ -214,58 +238,33 @@ impl Mpi {
             // SAFETY: only the address is read.
             unsafe { lib.get::<*const c_void>(&c) }.ok().map(|s| *s).filter(|p| !p.is_null())
         };
+        let fns = MpiFns::resolve(&lib)?;
         // The ABI, from what the library exports. MPI_Abi_get_version exists only in the
         // standard ABI; Open MPI exports its predefined objects; MPICH's family says so in its
         // version string (both callable before MPI_Init).
-        let version_fn = address("MPI_Get_library_version")
-            .ok_or_else(|| fail("no MPI_Get_library_version (MPI-3): not an MPI library this crate can use".into()))?;
-        let version = library_version(version_fn).map_err(fail)?;
-        let standard = match address("MPI_Abi_get_version") {
-            Some(f) => abi_version(f).map_err(fail)?.0 >= 1,
-            None => false,
-        };
-        let (abi, comm_world, byte) = if standard {
-            (
-                MpiAbi::Standard,
-                Handle::Pointer(STANDARD_COMM_WORLD as *const c_void),
-                Handle::Pointer(STANDARD_BYTE as *const c_void),
-            )
-        } else if let (Some(comm), Some(byte)) = (address("ompi_mpi_comm_world"), address("ompi_mpi_byte")) {
-            (MpiAbi::OpenMpi, Handle::Pointer(comm), Handle::Pointer(byte))
+        let version = library_version(&fns).map_err(fail)?;
+        let standard = fns.abi_get_version.is_bound() && abi_version(&fns).map_err(fail)?.0 >= 1;
+        let (abi, handles): (MpiAbi, Box<dyn HandleCalls>) = if standard {
+            let comm_world = STANDARD_COMM_WORLD as *const c_void;
+            let byte = STANDARD_BYTE as *const c_void;
+            (MpiAbi::Standard, Box::new(Handles { fns: MpiHandleFns::resolve(&lib)?, comm_world, byte }))
+        } else if let (Some(comm_world), Some(byte)) = (address("ompi_mpi_comm_world"), address("ompi_mpi_byte")) {
+            (MpiAbi::OpenMpi, Box::new(Handles { fns: MpiHandleFns::resolve(&lib)?, comm_world, byte }))
         } else if ["MPICH", "MVAPICH", "Intel(R) MPI"].iter().any(|m| version.contains(m)) {
-            (MpiAbi::Mpich, Handle::Int(MPICH_COMM_WORLD), Handle::Int(MPICH_BYTE))
+            let (comm_world, byte) = (MPICH_COMM_WORLD, MPICH_BYTE);
+            (MpiAbi::Mpich, Box::new(Handles { fns: MpiHandleFns::<i32>::resolve(&lib)?, comm_world, byte }))
         } else {
             return Err(fail(format!(
                 "unknown MPI ABI: not the standard ABI, not Open MPI, not MPICH's family (\"{}\")",
                 version.lines().next().unwrap_or("")
             )));
         };
-        let handle = match abi {
-            MpiAbi::Mpich => Type::I32,
-            MpiAbi::OpenMpi | MpiAbi::Standard => Type::Pointer,
-        };
-        let mut fns = Vec::with_capacity(FUNCTIONS.len());
-        for (i, (f, name, args, optional)) in FUNCTIONS.iter().enumerate() {
-            debug_assert_eq!(*f as usize, i, "FUNCTIONS is in F order");
-            let Some(func) = address(name) else {
-                if *optional {
-                    fns.push(None);
-                    continue;
-                }
-                return Err(fail(format!("{name} is missing")));
-            };
-            let types = args
-                .iter()
-                .map(|a| match a {
-                    H => handle.clone(),
-                    P => Type::Pointer,
-                    I => Type::I32,
-                })
-                .collect();
-            let plan = CallPlan::new(&Signature::new(types, Some(Type::I32))?)?;
-            fns.push(Some(Entry { func, plan }));
+        // Every function is needed but MPI_Abi_get_version (MPI 5.0).
+        let missing = fns.missing().into_iter().filter(|n| *n != MpiSym::AbiGetVersion.name());
+        if let Some(name) = missing.chain(handles.missing()).next() {
+            return Err(fail(format!("{name} is missing")));
         }
-        Ok(Mpi { path: path.to_string(), abi, version, fns, comm_world, byte, _lib: lib })
+        Ok(Mpi { path: path.to_string(), abi, version, fns, handles, _lib: lib })
     }
 
     /// The library's path or name.
@@ -283,77 +282,58 @@ impl Mpi {
         &self.version
     }
 
-    /// Calls `f`; `Err` with MPI's error text when it returns non-zero.
-    fn call(&self, f: F, args: &[*const c_void]) -> Result<(), Error> {
-        let name = FUNCTIONS[f as usize].1;
-        let e = self.fns[f as usize]
-            .as_ref()
-            .ok_or_else(|| Error::MpiLibrary { library: self.path.clone(), detail: format!("{name} is missing") })?;
-        let mut r = 0i32;
-        // SAFETY: the plan is the function's prototype for this library's ABI (FUNCTIONS with
-        // handles resolved); every caller passes pointers to values of those types and output
-        // pointers to live storage of the sizes MPI writes.
-        unsafe { e.plan.call(e.func, args, (&mut r as *mut i32).cast()) }?;
-        if r == 0 {
-            return Ok(());
+    /// `Ok` for `MPI_SUCCESS` (0), else [`Error::Mpi`] with MPI's error text.
+    fn check(&self, function: &'static str, code: Result<i32, Error>) -> Result<(), Error> {
+        match code? {
+            0 => Ok(()),
+            code => Err(Error::Mpi { function, code, text: self.error_string(code) }),
         }
-        Err(Error::Mpi { function: name, code: r, text: self.error_string(r) })
     }
 
     fn error_string(&self, code: i32) -> String {
-        let Some(e) = self.fns[F::ErrorString as usize].as_ref() else { return String::new() };
         // MPI_MAX_ERROR_STRING: 256 in Open MPI, 1024 in MPICH, 512 in the standard ABI.
         let mut buf = vec![0u8; 4096];
         let mut len = 0i32;
-        let (p, l) = (buf.as_mut_ptr(), &mut len as *mut i32);
-        let mut r = 0i32;
         // SAFETY: `int MPI_Error_string(int, char *, int *)`; the buffer exceeds every
         // implementation's MPI_MAX_ERROR_STRING.
-        let ok = unsafe { e.plan.call(e.func, &[arg(&code), arg(&p), arg(&l)], (&mut r as *mut i32).cast()) };
-        if ok.is_err() || r != 0 {
+        let r = unsafe { self.fns.error_string(code, buf.as_mut_ptr(), &mut len) };
+        if r != Ok(0) {
             return String::new();
         }
         let n = usize::try_from(len).unwrap_or(0).min(buf.len());
         String::from_utf8_lossy(&buf[..n]).trim_end_matches('\0').to_string()
     }
 
-    fn flag(&self, f: F) -> Result<bool, Error> {
+    /// `MPI_Initialized` or `MPI_Finalized`.
+    fn flag(&self, sym: MpiSym) -> Result<bool, Error> {
         let mut v = 0i32;
-        let p = &mut v as *mut i32;
-        self.call(f, &[arg(&p)])?;
+        let f = if sym == MpiSym::Finalized { &self.fns.finalized } else { &self.fns.initialized };
+        // SAFETY: `int MPI_Initialized(int *)` / `int MPI_Finalized(int *)` with a live `int`.
+        self.check(sym.name(), unsafe { f.call_or_missing((&mut v,)) })?;
         Ok(v != 0)
-    }
-
-    /// Handle arguments point at a value of the ABI's handle type.
-    fn handle_arg(h: &Handle) -> *const c_void {
-        match h {
-            Handle::Pointer(p) => arg(p),
-            Handle::Int(i) => arg(i),
-        }
     }
 
     /// Starts using MPI: `MPI_Init` unless the program already did, remembering which, so
     /// that [`MpiSession::finalize`] ends only what it started. Call it from the thread that
     /// initialised MPI, if the program did.
     pub fn session(&self) -> Result<MpiSession<'_>, Error> {
-        if self.flag(F::Finalized)? {
+        if self.flag(MpiSym::Finalized)? {
             return Err(Error::MpiLibrary {
                 library: self.path.clone(),
                 detail: "MPI was finalized in this process and cannot be initialised again".into(),
             });
         }
-        let initialized_here = if self.flag(F::Initialized)? {
+        let initialized_here = if self.flag(MpiSym::Initialized)? {
             false
         } else {
-            let null: *const c_void = core::ptr::null();
-            self.call(F::Init, &[arg(&null), arg(&null)])?;
+            // SAFETY: `MPI_Init(NULL, NULL)` is allowed (MPI 2.0 and later).
+            self.check("MPI_Init", unsafe { self.fns.init(core::ptr::null_mut(), core::ptr::null_mut()) })?;
             true
         };
         let session = MpiSession { mpi: self, initialized_here, poisoned: false };
         // The handles are right for this library: MPI_BYTE has size 1.
         let mut size = 0i32;
-        let p = &mut size as *mut i32;
-        self.call(F::TypeSize, &[Self::handle_arg(&self.byte), arg(&p)])?;
+        self.check("MPI_Type_size", self.handles.byte_size(&mut size))?;
         if size != 1 {
             return Err(Error::MpiLibrary {
                 library: self.path.clone(),
@@ -364,38 +344,29 @@ impl Mpi {
     }
 }
 
-/// Calls `int MPI_Get_library_version(char *, int *)` at `f`.
-fn library_version(f: *const c_void) -> Result<String, String> {
-    let plan =
-        CallPlan::new(&Signature::new(vec![Type::Pointer, Type::Pointer], Some(Type::I32)).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
+/// `MPI_Get_library_version`'s text.
+fn library_version(fns: &MpiFns) -> Result<String, String> {
     let mut buf = vec![0u8; VERSION_BYTES + 1];
     let mut len = 0i32;
-    let (p, l): (*mut c_char, *mut i32) = (buf.as_mut_ptr().cast(), &mut len);
-    let mut r = 0i32;
-    // SAFETY: the prototype above; the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes of
-    // every implementation.
-    unsafe { plan.call(f, &[arg(&p), arg(&l)], (&mut r as *mut i32).cast()) }.map_err(|e| e.to_string())?;
-    if r != 0 {
-        return Err(format!("MPI_Get_library_version returned {r}"));
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes of every implementation.
+    match unsafe { fns.get_library_version(buf.as_mut_ptr().cast(), &mut len) } {
+        Ok(0) => {}
+        Ok(r) => return Err(format!("MPI_Get_library_version returned {r}")),
+        Err(_) => return Err("no MPI_Get_library_version (MPI-3): not an MPI library this crate can use".into()),
     }
     let n = buf.iter().position(|&b| b == 0).unwrap_or(VERSION_BYTES);
     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
-/// Calls `int MPI_Abi_get_version(int *, int *)` at `f`.
-fn abi_version(f: *const c_void) -> Result<(i32, i32), String> {
-    let plan =
-        CallPlan::new(&Signature::new(vec![Type::Pointer, Type::Pointer], Some(Type::I32)).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-    let (mut major, mut minor, mut r) = (-1i32, -1i32, 0i32);
-    let (a, b): (*mut i32, *mut i32) = (&mut major, &mut minor);
-    // SAFETY: the prototype above, two live ints.
-    unsafe { plan.call(f, &[arg(&a), arg(&b)], (&mut r as *mut i32).cast()) }.map_err(|e| e.to_string())?;
-    if r != 0 {
-        return Err(format!("MPI_Abi_get_version returned {r}"));
+/// `MPI_Abi_get_version`'s major and minor (the standard ABI only).
+fn abi_version(fns: &MpiFns) -> Result<(i32, i32), String> {
+    let (mut major, mut minor) = (-1i32, -1i32);
+    // SAFETY: two live ints.
+    match unsafe { fns.abi_get_version(&mut major, &mut minor) } {
+        Ok(0) => Ok((major, minor)),
+        Ok(r) => Err(format!("MPI_Abi_get_version returned {r}")),
+        Err(e) => Err(e.to_string()),
     }
-    Ok((major, minor))
 }
 
 /// MPI in use: finalized on [`finalize`](Self::finalize) or drop if this session initialised
@@ -422,21 +393,25 @@ impl MpiSession<'_> {
         self.initialized_here
     }
 
-    fn comm_int(&self, f: F) -> Result<i32, Error> {
+    /// An `int` of `MPI_COMM_WORLD` that `call` writes (`function` names it in errors).
+    fn world_int(
+        &self,
+        function: &'static str,
+        call: fn(&dyn HandleCalls, *mut i32) -> Result<i32, Error>,
+    ) -> Result<i32, Error> {
         let mut v = -1i32;
-        let p = &mut v as *mut i32;
-        self.mpi.call(f, &[Mpi::handle_arg(&self.mpi.comm_world), arg(&p)])?;
+        self.mpi.check(function, call(&*self.mpi.handles, &mut v))?;
         Ok(v)
     }
 
     /// `MPI_Comm_rank(MPI_COMM_WORLD)`.
     pub fn rank(&self) -> Result<i32, Error> {
-        self.comm_int(F::CommRank)
+        self.world_int("MPI_Comm_rank", |h, v| h.comm_rank(v))
     }
 
     /// `MPI_Comm_size(MPI_COMM_WORLD)`.
     pub fn size(&self) -> Result<i32, Error> {
-        self.comm_int(F::CommSize)
+        self.world_int("MPI_Comm_size", |h, v| h.comm_size(v))
     }
 
     /// Broadcasts `buf` from `root` over `MPI_COMM_WORLD` (`MPI_Ibcast` of bytes, then
@@ -450,14 +425,14 @@ impl MpiSession<'_> {
         let deadline = Instant::now().checked_add(timeout);
         let mut pending = Box::new(Pending { data: buf.to_vec(), request: [0; 16], status: [0; STATUS_BYTES] });
         let (data, request): (*mut u8, *mut u8) = (pending.data.as_mut_ptr(), pending.request.as_mut_ptr());
-        let byte = Mpi::handle_arg(&self.mpi.byte);
-        let comm = Mpi::handle_arg(&self.mpi.comm_world);
-        self.mpi.call(F::Ibcast, &[arg(&data), arg(&count), byte, arg(&root), comm, arg(&request)])?;
+        self.mpi.check("MPI_Ibcast", self.mpi.handles.ibcast_bytes(data, count, root, request))?;
         let mut pause = Duration::from_micros(50);
         loop {
             let mut flag = 0i32;
-            let (f, st): (*mut i32, *mut u8) = (&mut flag, pending.status.as_mut_ptr());
-            self.mpi.call(F::Test, &[arg(&request), arg(&f), arg(&st)])?;
+            // SAFETY: the request MPI_Ibcast filled, a live `int`, and a buffer larger than
+            // every MPI_Status.
+            let r = unsafe { self.mpi.fns.test(request, &mut flag, pending.status.as_mut_ptr()) };
+            self.mpi.check("MPI_Test", r)?;
             if flag != 0 {
                 buf.copy_from_slice(&pending.data);
                 return Ok(());
@@ -481,8 +456,9 @@ impl MpiSession<'_> {
     }
 
     fn finish(&mut self) -> Result<(), Error> {
-        if core::mem::take(&mut self.initialized_here) && !self.poisoned && !self.mpi.flag(F::Finalized)? {
-            self.mpi.call(F::Finalize, &[])?;
+        if core::mem::take(&mut self.initialized_here) && !self.poisoned && !self.mpi.flag(MpiSym::Finalized)? {
+            // SAFETY: `int MPI_Finalize(void)`, once, by the session that initialised MPI.
+            self.mpi.check("MPI_Finalize", unsafe { self.mpi.fns.finalize() })?;
         }
         Ok(())
     }

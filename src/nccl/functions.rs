@@ -10,51 +10,21 @@ use core::ffi::{c_char, c_void};
 use crate::nccl::library::Nccl;
 use crate::nccl::types::{DataType, NcclResult, RedOp, ScalarResidence, UniqueId};
 use crate::nccl::version::Version;
-use crate::symbols::Entry;
-use crate::{CArgs, CRet, Error, Signature, TypedFn, ValueAt};
+use crate::{CArgs, CRet, Error, ValueAt};
 
 /// A communicator handle, `ncclComm_t`.
 type Comm = *mut c_void;
 /// A CUDA (or HIP) stream, `cudaStream_t`.
 type CudaStream = *mut c_void;
 
-/// What the table knows of one symbol.
-pub(crate) struct SymInfo {
-    pub(crate) sym: Sym,
-    pub(crate) name: &'static str,
-    pub(crate) since: Version,
-    /// The prototype, from the declared Rust types.
-    pub(crate) signature: fn() -> Result<Signature, Error>,
-}
+/// What the table knows of one symbol (name, since, prototype).
+pub(crate) type SymInfo = crate::symbols::Symbol<Sym>;
 
-/// A function of the table bound to its Rust types, or `None` where the loaded library lacks
+/// A function of the table bound to its Rust types, or unbound where the loaded library lacks
 /// it (calling it then is [`Error::Unsupported`]).
-pub(crate) struct Function<A, R> {
-    sym: Sym,
-    typed: Option<TypedFn<A, R>>,
-}
+pub(crate) type Function<A, R> = crate::symbols::Function<Sym, A, R>;
 
-impl<A: CArgs, R: CRet> Function<A, R> {
-    /// Binds `sym`'s entry (if resolved) to `A -> R`.
-    ///
-    /// # Safety
-    ///
-    /// The entry's plan is `sym`'s prototype, and the library stays loaded while the binding is
-    /// used.
-    unsafe fn bind(sym: Sym, entries: &[Option<Entry>]) -> Result<Self, Error> {
-        let typed = match &entries[sym as usize] {
-            // SAFETY: the caller's contract; `bind` checks `A -> R` against the plan.
-            Some(entry) => Some(unsafe { entry.bind::<A, R>() }?),
-            None => None,
-        };
-        Ok(Function { sym, typed })
-    }
-
-    /// The symbol.
-    pub(crate) fn sym(&self) -> Sym {
-        self.sym
-    }
-
+impl<A: CArgs, R: CRet> crate::symbols::Function<Sym, A, R> {
     /// Calls the function with `args`; [`Error::Unsupported`] if `nccl` lacks it.
     ///
     /// # Safety
@@ -66,79 +36,40 @@ impl<A: CArgs, R: CRet> Function<A, R> {
         // SAFETY: the caller's contract.
         match unsafe { self.call_if_bound(args) } {
             Some(r) => Ok(r),
-            None => Err(nccl.unsupported(self.sym)),
+            None => Err(nccl.unsupported(self.sym())),
         }
-    }
-
-    /// Calls the function with `args`, or returns `None` if the library lacks it.
-    ///
-    /// # Safety
-    ///
-    /// As [`call`](Self::call).
-    #[inline(always)]
-    pub(crate) unsafe fn call_if_bound(&self, args: A) -> Option<R> {
-        // SAFETY: bound to this prototype when the library was loaded; the caller's contract
-        // covers the values.
-        self.typed.as_ref().map(|f| unsafe { f.call(args) })
     }
 }
 
+/// The first NCCL version that has `info`'s symbol.
+pub(crate) fn since(info: &SymInfo) -> Version {
+    let (major, minor, patch) = info.since.unwrap_or((2, 0, 0));
+    Version::new(major, minor, patch)
+}
+
+/// NCCL's table: each line as [`foreign_functions!`](crate::foreign_functions) takes it, with
+/// the `since` every NCCL line must have.
 macro_rules! nccl_functions {
     ($(
         $(#[$doc:meta])*
         $field:ident: $sym:ident = $name:literal since ($ma:literal, $mi:literal, $pa:literal)
             ( $( $arg:ident : $ty:ty ),* ) -> $ret:ty;
     )*) => {
-        /// Symbols the facade knows, in the order of the table.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        #[repr(usize)]
-        #[allow(missing_docs)]
-        pub enum Sym {
-            $( $sym, )*
-        }
-
-        /// Every known symbol: name, first NCCL version that has it, prototype. In `Sym` order.
-        pub(crate) const SYMBOLS: &[SymInfo] = &[$(
-            SymInfo {
-                sym: Sym::$sym,
-                name: $name,
-                since: Version::new($ma, $mi, $pa),
-                signature: crate::symbols::signature::<($($ty,)*), $ret>,
-            },
-        )*];
-
-        /// Every function of the table, bound to its Rust types.
-        pub(crate) struct Functions {
-            $(
-                $(#[$doc])*
-                pub(crate) $field: Function<($($ty,)*), $ret>,
-            )*
-        }
-
-        impl Functions {
-            /// Binds every resolved entry (`entries` in `Sym` order).
-            ///
-            /// # Safety
-            ///
-            /// Each entry's plan is its symbol's prototype (from `SYMBOLS`), and the library
-            /// stays loaded while the bindings are used.
-            pub(crate) unsafe fn bind(entries: &[Option<Entry>]) -> Result<Self, Error> {
-                // SAFETY: the caller's contract.
-                Ok(Functions { $( $field: unsafe { Function::bind(Sym::$sym, entries) }?, )* })
+        crate::foreign_functions! {
+            /// Every function of NCCL's table, bound to its Rust types.
+            pub(crate) struct Functions, pub enum Sym {
+                $(
+                    $(#[$doc])*
+                    $field: $sym = $name since ($ma, $mi, $pa) ( $( $arg: $ty ),* ) -> $ret;
+                )*
             }
-        }
-
-        #[cfg(test)]
-        /// Each field's Rust types, as its C types, with the symbol's name (for the tests).
-        fn declared() -> Vec<(Sym, &'static str, Result<Signature, Error>)> {
-            vec![$( (Sym::$sym, $name, crate::symbols::signature::<($($ty,)*), $ret>()), )*]
         }
     };
 }
 
 nccl_functions! {
     /// `ncclResult_t ncclGetVersion(int *version)`
-    get_version: GetVersion = "ncclGetVersion" since (2, 0, 0) (version: *mut i32) -> NcclResult;
+    get_version: GetVersion = "ncclGetVersion" since (2, 3, 4) (version: *mut i32) -> NcclResult;
     /// `ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId)`
     get_unique_id: GetUniqueId = "ncclGetUniqueId" since (2, 0, 0) (id: *mut UniqueId) -> NcclResult;
     /// `ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)`:
@@ -165,7 +96,7 @@ nccl_functions! {
          comm: Comm, stream: CudaStream) -> NcclResult;
     /// `ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
     /// ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)`
-    broadcast: Broadcast = "ncclBroadcast" since (2, 0, 0)
+    broadcast: Broadcast = "ncclBroadcast" since (2, 2, 12)
         (send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32, comm: Comm,
          stream: CudaStream) -> NcclResult;
     /// `ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
@@ -259,6 +190,9 @@ nccl_functions! {
     comm_revoke: CommRevoke = "ncclCommRevoke" since (2, 28, 7) (comm: Comm, flags: i32) -> NcclResult;
 }
 
+/// Every known symbol: name, first NCCL version that has it, prototype. In `Sym` order.
+pub(crate) const SYMBOLS: &[SymInfo] = Functions::SYMBOLS;
+
 /// Number of symbols in the table.
 pub(crate) const SYMBOL_COUNT: usize = SYMBOLS.len();
 
@@ -321,15 +255,17 @@ mod tests {
 
     #[test]
     fn every_declaration_matches_the_header() {
-        let declared = declared();
-        assert_eq!(declared.len(), HEADER.len());
+        assert_eq!(SYMBOLS.len(), HEADER.len());
+        assert_eq!(Sym::ALL.len(), HEADER.len());
         let id = crate::nccl::types::unique_id_type();
-        for (i, ((sym, name, signature), (header_name, shapes))) in declared.into_iter().zip(HEADER).enumerate() {
+        for (i, (row, (header_name, shapes))) in SYMBOLS.iter().zip(HEADER).enumerate() {
+            let (sym, name) = (row.sym, row.name);
             assert_eq!(sym as usize, i, "{name} out of order");
-            assert_eq!(SYMBOLS[i].sym, sym);
-            assert_eq!(SYMBOLS[i].name, name);
+            assert_eq!(Sym::ALL[i], sym);
+            assert_eq!(sym.name(), name);
             assert_eq!(name, *header_name);
-            let signature = signature.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(row.since.is_some(), "{name}: every NCCL line says its first version");
+            let signature = (row.signature)().unwrap_or_else(|e| panic!("{name}: {e}"));
             let want: Vec<Type> = shapes
                 .iter()
                 .map(|a| match a {
@@ -342,7 +278,6 @@ mod tests {
             assert_eq!(signature.args(), &want[..], "{name}: arguments");
             let ret = if matches!(sym, Sym::GetErrorString | Sym::GetLastError) { Type::Pointer } else { Type::I32 };
             assert_eq!(signature.ret(), Some(&ret), "{name}: result");
-            assert_eq!((SYMBOLS[i].signature)().unwrap(), signature, "{name}: the table's prototype");
         }
     }
 
@@ -354,16 +289,27 @@ mod tests {
             return;
         }
         extern "C" fn never_called() {}
-        let entries: Vec<Option<Entry>> = SYMBOLS
+        let entries: Vec<Option<crate::symbols::Entry>> = SYMBOLS
             .iter()
             .map(|info| {
                 let plan = crate::CallPlan::new(&(info.signature)().unwrap()).unwrap();
-                Some(Entry::from_parts(never_called as *const c_void, plan))
+                Some(crate::symbols::Entry::from_parts(never_called as *const c_void, plan))
             })
             .collect();
         // SAFETY: nothing is called; the plans are the prototypes of the table.
         let functions = unsafe { Functions::bind(&entries) }.unwrap();
-        assert!(functions.all_reduce.typed.is_some() && functions.comm_init_rank.typed.is_some());
+        assert!(functions.all_reduce.is_bound() && functions.comm_init_rank.is_bound());
         assert_eq!(functions.comm_init_rank_config.sym(), Sym::CommInitRankConfig);
+        assert_eq!((functions.bound(), functions.missing()), (SYMBOLS.len(), Vec::<&str>::new()));
+        // A table with one entry missing: that function is unbound and listed, the rest bound.
+        let mut entries = entries;
+        entries[Sym::CommRevoke as usize] = None;
+        // SAFETY: as above.
+        let functions = unsafe { Functions::bind(&entries) }.unwrap();
+        assert!(!functions.comm_revoke.is_bound());
+        assert_eq!((functions.bound(), functions.missing()), (SYMBOLS.len() - 1, vec!["ncclCommRevoke"]));
+        // SAFETY: an unbound function calls nothing.
+        let missing = unsafe { functions.comm_revoke(core::ptr::null_mut(), 0) };
+        assert!(matches!(missing, Err(Error::SymbolMissing { symbol: "ncclCommRevoke" })), "{missing:?}");
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use crate::cuda::Driver;
 
 use crate::nccl::discovery::{self, Candidate, PythonWheel, Source, LIBRARY_ENV};
-use crate::nccl::functions::{Function, Functions, Sym, SymInfo, SYMBOLS, SYMBOL_COUNT};
+use crate::nccl::functions::{since, Function, Functions, Sym, SymInfo, SYMBOLS, SYMBOL_COUNT};
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::{Flavor, Version};
 use crate::symbols::Entry;
@@ -180,7 +180,7 @@ impl Nccl {
         let mut code = 0i32;
         // SAFETY: `ncclGetVersion(int *)` with a valid `int *`.
         let Some(r) = (unsafe { library.functions.get_version.call_if_bound((&mut code,)) }) else {
-            return Err(Rejection::Unusable("it exports no ncclGetVersion: not an NCCL library".to_string()));
+            return Err(Rejection::Unusable(without_get_version(&library.functions)));
         };
         if !r.is_success() {
             let nccl = Nccl { lib: Arc::new(library) };
@@ -246,7 +246,7 @@ impl Nccl {
 
     /// Known symbols the loaded library lacks, with the version that introduced each.
     pub fn missing_symbols(&self) -> Vec<(&'static str, Version)> {
-        SYMBOLS.iter().filter(|i| self.lib.entries[i.sym as usize].is_none()).map(|i| (i.name, i.since)).collect()
+        SYMBOLS.iter().filter(|i| self.lib.entries[i.sym as usize].is_none()).map(|i| (i.name, since(i))).collect()
     }
 
     /// `ncclGetErrorString`: NCCL's text for a result code.
@@ -333,7 +333,18 @@ impl Library {
     #[cold]
     fn unsupported(&self, sym: Sym) -> Error {
         let i = info(sym);
-        Error::Unsupported { symbol: i.name, needs: i.since.to_string(), loaded: self.version.to_string() }
+        Error::Unsupported { symbol: i.name, needs: since(i).to_string(), loaded: self.version.to_string() }
+    }
+}
+
+/// Why a library without `ncclGetVersion` is refused: an NCCL older than the function (it has
+/// NCCL's first functions), or no NCCL at all.
+fn without_get_version(functions: &Functions) -> String {
+    let since = since(info(Sym::GetVersion));
+    if functions.get_unique_id.is_bound() && functions.comm_init_rank.is_bound() {
+        format!("it exports no ncclGetVersion (NCCL {since} and later do): an NCCL older than {since}, which is not supported")
+    } else {
+        "it exports no ncclGetVersion: not an NCCL library".to_string()
     }
 }
 

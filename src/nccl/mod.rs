@@ -24,6 +24,7 @@ mod buffers;
 mod collectives;
 mod communicator;
 mod config;
+mod coverage;
 mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
@@ -43,8 +44,10 @@ mod watchdog;
 pub use buffers::{DeviceBuffer, DeviceBufferMut, Stream};
 pub use communicator::{AbortHandle, Communicator};
 pub use config::{config_size, Config, ConfigBuffer};
+pub use coverage::Coverage;
 pub use create::{CommOptions, Pending, ShrinkMode};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
+pub use functions::Sym;
 pub use group::{Group, GroupScope};
 pub use library::{Discovery, Nccl};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};

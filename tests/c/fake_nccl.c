@@ -325,7 +325,11 @@ static ncclResult_t init(ncclComm_t *comm, int nranks, int rank, int blocking, i
     return start_job(j);
 }
 
+/* ncclGetVersion came in NCCL 2.3.4 (release notes; the source mirror begins at v2.3.5-5, whose
+ * src/nccl.h.in:44 declares it): a stand-in built as an older NCCL lacks it. */
+#if FAKE_VERSION >= 2304
 ncclResult_t ncclGetVersion(int *version) { name("ncclGetVersion"); *version = FAKE_VERSION; return ncclSuccess; }
+#endif
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     name("ncclGetUniqueId");

@@ -1,11 +1,20 @@
 //! The CUDA driver, through the library's loader (`nccl_trampoline::cuda`, called through the
 //! call core like NCCL), and NVML (`libnvidia-ml.so.1`) for the display driver's version.
 
-use std::ffi::c_void;
-
-use nccl_trampoline::{arg, CallPlan, Signature, Type};
+use std::ffi::c_char;
 
 pub use nccl_trampoline::cuda::{DeviceMemory, DeviceStream, Driver};
+
+nccl_trampoline::foreign_functions! {
+    /// The NVML functions the tool calls. Both return `nvmlReturn_t` (`NVML_SUCCESS` is 0).
+    struct NvmlFns, enum NvmlSym {
+        /// `nvmlReturn_t nvmlInit_v2(void)`
+        init: Init = "nvmlInit_v2" () -> i32;
+        /// `nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)`
+        system_get_driver_version: SystemGetDriverVersion = "nvmlSystemGetDriverVersion"
+            (version: *mut c_char, length: u32) -> i32;
+    }
+}
 
 fn c_text(buf: &[u8]) -> String {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
@@ -16,22 +25,13 @@ fn c_text(buf: &[u8]) -> String {
 pub fn nvml_driver_version() -> Option<String> {
     // SAFETY: NVML's initialisers are safe to run.
     let lib = unsafe { libloading::Library::new("libnvidia-ml.so.1") }.ok()?;
-    let get = |name: &[u8]| -> Option<*const c_void> {
-        // SAFETY: only the address is read.
-        unsafe { lib.get::<*const c_void>(name) }.ok().map(|s| *s)
-    };
-    let (init, version) = (get(b"nvmlInit_v2\0")?, get(b"nvmlSystemGetDriverVersion\0")?);
-    let init_plan = CallPlan::new(&Signature::new(vec![], Some(Type::I32)).ok()?).ok()?;
-    let version_plan = CallPlan::new(&Signature::new(vec![Type::Pointer, Type::U32], Some(Type::I32)).ok()?).ok()?;
-    let mut r = 0i32;
-    // SAFETY: `nvmlReturn_t nvmlInit_v2(void)`.
-    unsafe { init_plan.call(init, &[], (&mut r as *mut i32).cast()) }.ok()?;
-    if r != 0 {
+    let nvml = NvmlFns::resolve(&lib).ok()?;
+    // SAFETY: `nvmlInit_v2(void)`; `Err` if the library lacks it.
+    if unsafe { nvml.init() }.ok()? != 0 {
         return None;
     }
     let mut buf = [0u8; 96];
-    let (p, len) = (buf.as_mut_ptr(), buf.len() as u32);
-    // SAFETY: `nvmlReturn_t nvmlSystemGetDriverVersion(char *, unsigned)`; `buf` holds `len`.
-    unsafe { version_plan.call(version, &[arg(&p), arg(&len)], (&mut r as *mut i32).cast()) }.ok()?;
+    // SAFETY: `buf` holds `length` bytes; `Err` if the library lacks the function.
+    let r = unsafe { nvml.system_get_driver_version(buf.as_mut_ptr().cast(), buf.len() as u32) }.ok()?;
     (r == 0).then(|| c_text(&buf))
 }

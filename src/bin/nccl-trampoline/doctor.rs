@@ -25,15 +25,29 @@ pub struct Probe {
     pub flavor: String,
     pub path: String,
     pub missing: Vec<String>,
+    /// `Nccl::coverage`'s line ("36 of 97 functions exported by this library are bound") and
+    /// the exported functions not bound, or why the library's symbol table could not be read.
+    pub coverage: Result<(String, Vec<String>), String>,
 }
 
-/// Prints one line: `ok<TAB>version<TAB>flavor<TAB>resolved path<TAB>missing,symbols` or
-/// `error<TAB>reason`. Returns whether the library loaded.
+/// Prints one line: `ok<TAB>version<TAB>flavor<TAB>resolved path<TAB>missing,symbols<TAB>
+/// coverage<TAB>unbound,functions` (coverage `error: reason` where the symbol table cannot be
+/// read) or `error<TAB>reason`. Returns whether the library loaded.
 pub fn probe(library: &Path) -> Result<bool, CliError> {
     match Nccl::load_from(library) {
         Ok(n) => {
             let missing: Vec<String> = n.missing_symbols().iter().map(|(s, v)| format!("{s}@{v}")).collect();
-            println!("ok\t{}\t{}\t{}\t{}", n.version(), n.flavor(), n.path().display(), missing.join(","));
+            let (coverage, unbound) = match n.coverage() {
+                Ok(c) => (c.to_string(), c.unbound.join(",")),
+                Err(e) => (format!("error: {}", one_line(&e.to_string())), String::new()),
+            };
+            println!(
+                "ok\t{}\t{}\t{}\t{}\t{coverage}\t{unbound}",
+                n.version(),
+                n.flavor(),
+                n.path().display(),
+                missing.join(",")
+            );
             Ok(true)
         }
         Err(Error::LibraryLoad { reason, .. }) => {
@@ -64,11 +78,17 @@ fn probe_in_child(library: &Path) -> Result<Probe, CliError> {
     let line = text.lines().last().unwrap_or("");
     let fields: Vec<&str> = line.split('\t').collect();
     match fields.as_slice() {
-        ["ok", version, flavor, path, missing] => Ok(Probe {
+        ["ok", version, flavor, path, missing, coverage, unbound] => Ok(Probe {
             version: version.to_string(),
             flavor: flavor.to_string(),
             path: path.to_string(),
             missing: missing.split(',').filter(|s| !s.is_empty()).map(String::from).collect(),
+            coverage: match coverage.strip_prefix("error: ") {
+                Some(reason) => Err(reason.to_string()),
+                None => {
+                    Ok((coverage.to_string(), unbound.split(',').filter(|s| !s.is_empty()).map(String::from).collect()))
+                }
+            },
         }),
         ["error", reason] => Err(CliError::ProbeRefused { reason: reason.to_string() }),
         _ => Err(CliError::ProbeDied {
@@ -155,6 +175,11 @@ pub fn run(_args: &Args) -> Result<bool, CliError> {
                     let (name, since) = m.split_once('@').unwrap_or((m, "?"));
                     println!("    {name:<28} needs {since}");
                 }
+            }
+            match &p.coverage {
+                Ok((line, unbound)) if unbound.is_empty() => println!("  NCCL API coverage: {line}"),
+                Ok((line, unbound)) => println!("  NCCL API coverage: {line}; not bound: {}", unbound.join(", ")),
+                Err(reason) => println!("  NCCL API coverage: unknown ({reason})"),
             }
         }
         (None, None) => println!(
