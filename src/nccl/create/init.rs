@@ -2,14 +2,16 @@
 
 use std::sync::Arc;
 
+use crate::error::Error;
 use crate::nccl::communicator::{Communicator, Shared, Timeouts};
 use crate::nccl::config::Config;
 use crate::nccl::create::pending::Pending;
 use crate::nccl::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::functions::Sym;
 use crate::nccl::group::refuse_in_group;
-use crate::nccl::library::{Nccl, Sym};
+use crate::nccl::library::Nccl;
 use crate::nccl::types::UniqueId;
-use crate::{Error, ValueAt};
+use crate::typed::ValueAt;
 
 impl Communicator {
     /// `ncclCommInitRank`: joins communicator `id` as `rank` of `nranks` on the current CUDA

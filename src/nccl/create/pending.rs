@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cuda::Backoff;
+use crate::error::Error;
 use crate::nccl::bounded::{spawn_bounded, BoundedCall};
 use crate::nccl::communicator::{
     AbortHandle, Allow, Cause, CommState, Communicator, Deadline, RankInfo, Shared, Timeouts,
 };
 use crate::nccl::create::Slots;
-use crate::nccl::functions::Function;
-use crate::nccl::library::{Nccl, Sym};
+use crate::nccl::functions::{Function, Sym};
+use crate::nccl::library::Nccl;
 use crate::nccl::types::NcclResult;
-use crate::Error;
 
 /// What the creating call returned, from its thread.
 pub(super) type CallResult = Result<NcclResult, Error>;

@@ -4,14 +4,15 @@
 use core::ptr;
 use std::sync::Arc;
 
+use crate::error::Error;
 use crate::nccl::communicator::{Allow, CommState, Communicator, Shared, Timeouts};
 use crate::nccl::config::Config;
 use crate::nccl::create::pending::Pending;
 use crate::nccl::create::{predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::functions::Sym;
 use crate::nccl::group::refuse_in_group;
-use crate::nccl::library::{Nccl, Sym};
+use crate::nccl::library::Nccl;
 use crate::nccl::types::NcclResult;
-use crate::Error;
 
 /// `ncclCommShrink`'s flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
