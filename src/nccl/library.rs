@@ -394,6 +394,11 @@ impl Library {
     #[cold]
     fn unsupported(&self, sym: Sym) -> Error {
         let i = info(sym);
+        if self.version >= i.since {
+            // New enough, yet without the symbol (a trimmed build, RCCL, a stripped library):
+            // saying that a newer version is needed would be false.
+            return Error::SymbolMissing { symbol: i.name };
+        }
         Error::Unsupported { symbol: i.name, needs: i.since.to_string(), loaded: self.version.to_string() }
     }
 }

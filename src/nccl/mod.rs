@@ -27,11 +27,16 @@ mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
 mod discovery;
+mod encryption;
 mod functions;
 mod group;
 mod library;
 mod memory;
+mod params;
+mod properties;
 pub mod rendezvous;
+mod simulate;
+mod suspend;
 mod types;
 mod watchdog;
 
@@ -40,10 +45,15 @@ pub use communicator::{AbortHandle, Cause, CommState, Communicator, Timeouts};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use create::{CommOptions, Pending, ShrinkMode};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
+pub use encryption::{Encryption, PreSharedKey};
 pub use group::{Group, GroupScope};
 pub use library::{Discovery, Flavor, Nccl, Version};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};
-pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
+pub use params::{Param, ParamValue};
+pub use properties::{CommProperties, GinType};
+pub use simulate::{SimInfo, SIM_INFO_MAGIC};
+pub use suspend::SuspendFlags;
+pub use types::{DataType, MemStat, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
 pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};
 
 // The thread-safety choices of docs/adr/0007-facade-safety-model.md and 0009, kept true at

@@ -1,5 +1,5 @@
 //! Creating communicators, memory-safe and bounded in both NCCL modes: init (rank, config,
-//! all: `init`), split, split_all and shrink (`split`), all
+//! all: `init`), split, split_all and shrink (`split`), scalable init and grow (`grow`), all
 //! finished through one [`Pending`] creation (`pending`).
 //!
 //! NCCL may write a new handle through the caller's out-pointer after the call returned: a
@@ -18,6 +18,7 @@
 //! config, or `NCCL_COMM_BLOCKING` in the environment — both paths are safe; the mode is never
 //! assumed.
 
+mod grow;
 mod init;
 mod pending;
 mod split;
@@ -28,10 +29,10 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::Error;
 use crate::nccl::communicator::{Shared, Timeouts};
 use crate::nccl::config::{Config, ConfigBuffer};
 use crate::nccl::library::{Nccl, Version};
-use crate::Error;
 
 pub use pending::Pending;
 pub use split::ShrinkMode;

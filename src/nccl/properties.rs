@@ -1,0 +1,112 @@
+//! `ncclCommQueryProperties` (2.29.2, declared in nccl_device/core.h): what a communicator
+//! supports (device API, multimem, GIN) and where it runs.
+//!
+//! `ncclCommProperties_t` is versioned by `size`, `magic` (NCCL_API_MAGIC, 0xcafebeef) and
+//! `version`, but NCCL does not clamp to `size`: it refuses a wrong magic and a `version` newer
+//! than itself (`ncclInvalidUsage`), then writes the fields of the layout `version` selects
+//! (NCCL v2.30.7-1 src/dev_runtime.cc:1459-1496; the fields after `ginType` only for a version
+//! newer than 2.29.3, :1480). The facade asks for the newest layout it knows (2.30.7's, the same
+//! as 2.29.7's) or the loaded library's version if older, and hands NCCL a buffer larger than
+//! either layout, so a library that writes more than it should writes into owned memory.
+
+use crate::error::Error;
+use crate::nccl::communicator::{Allow, Communicator};
+use crate::nccl::functions::Sym;
+use crate::nccl::library::Version;
+
+/// NCCL_API_MAGIC.
+const MAGIC: u32 = 0xcafe_beef;
+/// The newest layout this facade knows.
+const NEWEST_LAYOUT: Version = Version::new(2, 30, 7);
+/// Bytes handed to NCCL (either layout is at most 56).
+const BUFFER: usize = 256;
+
+/// `ncclGinType_t`: GPU-initiated networking. An open newtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GinType(pub i32);
+
+impl GinType {
+    /// `NCCL_GIN_TYPE_NONE`.
+    pub const NONE: Self = Self(0);
+    /// `NCCL_GIN_TYPE_PROXY`.
+    pub const PROXY: Self = Self(2);
+    /// `NCCL_GIN_TYPE_GDAKI`.
+    pub const GDAKI: Self = Self(3);
+    /// `NCCL_GIN_TYPE_GPI`.
+    pub const GPI: Self = Self(4);
+}
+
+/// A communicator's properties as NCCL reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommProperties {
+    /// This rank.
+    pub rank: i32,
+    /// Number of ranks.
+    pub nranks: i32,
+    /// The CUDA device.
+    pub cuda_device: i32,
+    /// The NVML device.
+    pub nvml_device: i32,
+    /// Whether the device API (symmetric memory) is supported.
+    pub device_api: bool,
+    /// Whether NVLS multicast is available to the whole communicator.
+    pub multimem: bool,
+    /// The GIN type.
+    pub gin_type: GinType,
+    /// Number of LSA teams (2.29.4 and later; `None` before).
+    pub lsa_teams: Option<i32>,
+    /// Whether host-initiated RMA is supported (2.29.4 and later).
+    pub host_rma: Option<bool>,
+    /// The railed GIN type (2.29.4 and later).
+    pub railed_gin_type: Option<GinType>,
+}
+
+/// The layout NCCL writes for `version`: its `sizeof` and whether it has the 2.29.4 fields.
+fn layout(version: Version) -> (usize, bool) {
+    if version > Version::new(2, 29, 3) {
+        (56, true)
+    } else {
+        (40, false)
+    }
+}
+
+impl Communicator {
+    /// `ncclCommQueryProperties` (2.29.2).
+    pub fn properties(&self) -> Result<CommProperties, Error> {
+        let nccl = &self.shared.nccl;
+        let version = nccl.version().min(NEWEST_LAYOUT);
+        let (size, extended) = layout(version);
+        // u64 words: the struct's alignment (size_t first).
+        let mut words = [0u64; BUFFER / 8];
+        let bytes = |w: &[u64; BUFFER / 8], off: usize, n: usize| -> Vec<u8> {
+            w.iter().flat_map(|x| x.to_ne_bytes()).skip(off).take(n).collect()
+        };
+        words[0] = size as u64;
+        words[1] = u64::from(MAGIC) | ((version.code() as u32 as u64) << 32);
+        if cfg!(target_endian = "big") {
+            words[1] = (u64::from(MAGIC) << 32) | version.code() as u32 as u64;
+        }
+        let comm = self.shared.handle();
+        let ptr: *mut u64 = words.as_mut_ptr();
+        // SAFETY: this communicator's handle under its call lock; `ptr` is BUFFER writable
+        // bytes, 8-aligned, more than any layout NCCL writes.
+        let r = unsafe { self.shared.call(&nccl.functions().comm_query_properties, (comm, ptr.cast()), Allow::Ready) }?;
+        if !r.is_success() {
+            return Err(nccl.failure(Sym::CommQueryProperties, r, comm));
+        }
+        let i32_at = |off: usize| i32::from_ne_bytes(bytes(&words, off, 4).try_into().unwrap_or([0; 4]));
+        let bool_at = |off: usize| bytes(&words, off, 1)[0] != 0;
+        Ok(CommProperties {
+            rank: i32_at(16),
+            nranks: i32_at(20),
+            cuda_device: i32_at(24),
+            nvml_device: i32_at(28),
+            device_api: bool_at(32),
+            multimem: bool_at(33),
+            gin_type: GinType(i32_at(36)),
+            lsa_teams: extended.then(|| i32_at(40)),
+            host_rma: extended.then(|| bool_at(44)),
+            railed_gin_type: extended.then(|| GinType(i32_at(48))),
+        })
+    }
+}
