@@ -293,3 +293,30 @@ fn old_build_refuses_the_newer_host_api() {
     let err = Communicator::init_rank_scalable(&nccl, 1, 0, &[id], &Default::default()).unwrap_err();
     assert_eq!(err, unsupported("ncclCommInitRankScalable", "2.23.4"));
 }
+
+/// Scalable init and a new rank joining a grow reach the real library and, without a GPU, fail
+/// with NCCL's own CUDA error (with one, the one-rank scalable communicator is made).
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn scalable_init_and_joining_a_grow_without_a_gpu_fail_with_nccls_error() {
+    use nccl_trampoline::nccl::CommOptions;
+    loopback_only();
+    let nccl = Nccl::load_from(lib("NCCL_TRAMPOLINE_REAL_NCCL")).unwrap();
+    let ids = [nccl.unique_id().unwrap()];
+    let scalable = Communicator::init_rank_scalable(&nccl, 1, 0, &ids, &CommOptions::new());
+    if gpu_present() {
+        scalable.expect("with a GPU, a one-rank communicator initialises").destroy().unwrap();
+        return;
+    }
+    let joined = Communicator::join_grow(&nccl, 2, &ids[0], 1, &CommOptions::new());
+    for (symbol, result) in [("ncclCommInitRankScalable", scalable), ("ncclCommGrow", joined)] {
+        match result {
+            Err(Error::Nccl { function, code, last_error, .. }) => {
+                assert_eq!((function, code), (symbol, 1), "{last_error}");
+                assert!(last_error.to_lowercase().contains("cuda"), "NCCL's last-error text: {last_error:?}");
+                eprintln!("{function} without a GPU: {last_error}");
+            }
+            other => panic!("{symbol}: expected NCCL's CUDA error, got {other:?}"),
+        }
+    }
+}

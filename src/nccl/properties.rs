@@ -61,6 +61,10 @@ pub struct CommProperties {
     pub railed_gin_type: Option<GinType>,
 }
 
+/// The bytes handed to NCCL, aligned as the struct (its first field is a `size_t`).
+#[repr(C, align(8))]
+struct PropsBuffer([u8; BUFFER]);
+
 /// The layout NCCL writes for `version`: its `sizeof` and whether it has the 2.29.4 fields.
 fn layout(version: Version) -> (usize, bool) {
     if version > Version::new(2, 29, 3) {
@@ -76,26 +80,21 @@ impl Communicator {
         let nccl = &self.shared.nccl;
         let version = nccl.version().min(NEWEST_LAYOUT);
         let (size, extended) = layout(version);
-        // u64 words: the struct's alignment (size_t first).
-        let mut words = [0u64; BUFFER / 8];
-        let bytes = |w: &[u64; BUFFER / 8], off: usize, n: usize| -> Vec<u8> {
-            w.iter().flat_map(|x| x.to_ne_bytes()).skip(off).take(n).collect()
-        };
-        words[0] = size as u64;
-        words[1] = u64::from(MAGIC) | ((version.code() as u32 as u64) << 32);
-        if cfg!(target_endian = "big") {
-            words[1] = (u64::from(MAGIC) << 32) | version.code() as u32 as u64;
-        }
+        let mut buf = PropsBuffer([0; BUFFER]);
+        buf.0[..8].copy_from_slice(&(size as u64).to_ne_bytes());
+        buf.0[8..12].copy_from_slice(&MAGIC.to_ne_bytes());
+        buf.0[12..16].copy_from_slice(&(version.code() as u32).to_ne_bytes());
         let comm = self.shared.handle();
-        let ptr: *mut u64 = words.as_mut_ptr();
+        let ptr: *mut PropsBuffer = &mut buf;
         // SAFETY: this communicator's handle under its call lock; `ptr` is BUFFER writable
-        // bytes, 8-aligned, more than any layout NCCL writes.
+        // bytes, 8-aligned (the struct's `size_t` alignment), more than any layout NCCL writes.
         let r = unsafe { self.shared.call(&nccl.functions().comm_query_properties, (comm, ptr.cast()), Allow::Ready) }?;
         if !r.is_success() {
             return Err(nccl.failure(Sym::CommQueryProperties, r, comm));
         }
-        let i32_at = |off: usize| i32::from_ne_bytes(bytes(&words, off, 4).try_into().unwrap_or([0; 4]));
-        let bool_at = |off: usize| bytes(&words, off, 1)[0] != 0;
+        let b = &buf.0;
+        let i32_at = |off: usize| i32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]);
+        let bool_at = |off: usize| b[off] != 0;
         Ok(CommProperties {
             rank: i32_at(16),
             nranks: i32_at(20),
