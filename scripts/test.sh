@@ -17,7 +17,7 @@
 #      then real launchers (scripts/launchers.sh): Open MPI's and MPICH's mpirun with -np 2
 #      and 4, and srun on a one-host Slurm, each running examples/world with the real NCCL
 #      (one id on every rank, NCCL's own CUDA error) and perf on the stand-ins;
-#   4. the facade and fault-model tests under AddressSanitizer (nightly, the C stand-ins
+#   4. the facade, host-API and fault-model tests under AddressSanitizer (nightly, the C stand-ins
 #      instrumented too, with a negative control that must fail), and the pure modules under
 #      Miri;
 #   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
@@ -192,11 +192,11 @@ NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
-    step "AddressSanitizer ($NIGHTLY): the facade and fault-model tests, the C stand-ins instrumented"
+    step "AddressSanitizer ($NIGHTLY): the facade, host-API and fault-model tests, the C stand-ins instrumented"
     asan=(env NCCL_TRAMPOLINE_TEST_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
         RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" CARGO_TARGET_DIR=target/asan
         ASAN_OPTIONS=detect_stack_use_after_return=1:detect_leaks=0)
-    "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test facade --test faults
+    "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test facade --test host_api --test faults
     step "AddressSanitizer: the negative control must be caught"
     if "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test faults -- --ignored --exact \
         asan_negative_control_a_late_store_into_freed_memory >target/asan-control.log 2>&1; then

@@ -286,6 +286,21 @@ pub enum Error {
         /// The C symbol.
         symbol: &'static str,
     },
+    /// NCCL's parameter registry has no parameter of this name (`ncclParamBind` or
+    /// `ncclParamGetParameter` refused the key).
+    #[error("NCCL has no runtime parameter {key}")]
+    ParamNotFound {
+        /// The key asked for.
+        key: String,
+    },
+    /// A runtime parameter was read as another type than its own (NCCL's typed getters refuse).
+    #[error("NCCL's runtime parameter {key} is not {requested}")]
+    ParamType {
+        /// The parameter.
+        key: String,
+        /// The type asked for: "int32_t", "const char *", ...
+        requested: &'static str,
+    },
     /// The CUDA driver could not be loaded.
     #[error("cannot load the CUDA driver {path}: {reason}")]
     CudaLoad {

@@ -5,7 +5,7 @@
 //! values computed on the host; send/recv both ways round the ring; then split into
 //! singletons, registration, ncclMemAlloc, async error, finalize/destroy.
 //!
-//! Opt-in: both tests are `#[ignore]`d (a plain `cargo test` lists them as ignored, with what
+//! Opt-in: every test is `#[ignore]`d (a plain `cargo test` lists them as ignored, with what
 //! they need); on a machine with GPUs run them with
 //! `cargo test --release --features half --test gpu -- --ignored --test-threads=1`
 //! (the README's "On a GPU machine"). NCCL comes from the discovery order (set
@@ -515,4 +515,125 @@ fn pre_mul_sum_two(comm: &Communicator, el: El) -> (CustomRedOp<'_>, RedOp) {
     .expect("ncclRedOpCreatePreMulSum");
     let id = op.op();
     (op, id)
+}
+
+// ---- The rest of the host API (part A) on a real GPU ---------------------------------------------------------
+
+/// What the loaded NCCL has of part A, exercised on GPU 0 (one rank), and what it lacks refused
+/// with the typed error naming the version it needs. On NCCL 2.28.x: ncclGroupSimulateEnd and
+/// ncclCommInitRankScalable run; grow, properties, suspend/resume/memory statistics, the
+/// parameters and encryption are `Error::Unsupported`. On a newer NCCL the newer calls run too
+/// (grow needs more ranks than one GPU gives: only its id is made).
+#[test]
+#[ignore = "needs a GPU: cargo test --release --features half --test gpu -- --ignored --test-threads=1"]
+fn gpu_host_api_part_a_runs_or_is_refused_by_version() {
+    use nccl_trampoline::nccl::{CommOptions, Encryption, MemStat, SuspendFlags, Version};
+    use nccl_trampoline::Error;
+    nvls_off_unless_chosen();
+    let nccl = Nccl::load().unwrap_or_else(|e| panic!("{e}"));
+    let cuda = Cuda::load().unwrap_or_else(|e| panic!("this test needs a GPU: {e}"));
+    let v = nccl.version();
+    eprintln!("NCCL {v} from {}", nccl.path().display());
+    let loaded = v.to_string();
+    let has = |since: (u32, u32, u32)| v >= Version::new(since.0, since.1, since.2);
+    let refused = |r: Result<(), Error>, symbol: &'static str, needs: &str| {
+        assert_eq!(r.unwrap_err(), Error::Unsupported { symbol, needs: needs.into(), loaded: loaded.clone() });
+        eprintln!("  {symbol}: refused (needs {needs})");
+    };
+    cuda.activate(0).expect("activate GPU 0");
+
+    // ncclCommInitRankScalable (2.23.4): a one-rank communicator (one id: at most one per rank).
+    let ids = [nccl.unique_id().unwrap()];
+    let made = Communicator::init_rank_scalable(&nccl, 1, 0, &ids, &CommOptions::new());
+    let comm = if has((2, 23, 4)) {
+        let c = made.expect("ncclCommInitRankScalable");
+        assert_eq!((c.count().unwrap(), c.rank().unwrap()), (1, 0));
+        eprintln!("  ncclCommInitRankScalable: ok");
+        c
+    } else {
+        refused(made.map(drop), "ncclCommInitRankScalable", "2.23.4");
+        Communicator::init_rank(&nccl, 1, &nccl.unique_id().unwrap(), 0).expect("ncclCommInitRank")
+    };
+
+    // ncclGroupSimulateEnd (2.22.3): all-reduces planned, not launched; NCCL's estimate. Over
+    // two GPUs when there are two (one rank copies at enqueue time and leaves nothing to plan).
+    let n = cuda.device_count().unwrap().min(2);
+    let devices: Vec<i32> = (0..n).collect();
+    let sim_comms = Communicator::init_all(&nccl, &devices).expect("ncclCommInitAll");
+    let mut streams = Vec::new();
+    let mut bufs = Vec::new();
+    for &d in &devices {
+        cuda.activate(d).expect("activate the GPU");
+        streams.push(cuda.stream().expect("cuStreamCreate"));
+        bufs.push(cuda.alloc(1 << 20).expect("cuMemAlloc"));
+    }
+    let group = nccl.group().unwrap();
+    for ((c, buf), stream) in sim_comms.iter().zip(&bufs).zip(&streams) {
+        // SAFETY: a device buffer of 1 MiB (256 Ki floats) and a stream of the comm's device.
+        unsafe { c.all_reduce_raw(buf.ptr(), buf.ptr(), 1 << 18, DataType::FLOAT32, RedOp::SUM, stream.raw()) }
+            .expect("ncclAllReduce in the group");
+    }
+    let sim = group.simulate_end();
+    if has((2, 22, 3)) {
+        let t = sim.expect("ncclGroupSimulateEnd").estimated_time_us;
+        if n >= 2 {
+            assert!(t.is_some_and(|t| t > 0.0), "an estimate for a 1 MiB all-reduce on 2 GPUs: {t:?}");
+        }
+        eprintln!("  ncclGroupSimulateEnd: ok, {t:?} us for a 1 MiB all-reduce over {n} GPU(s)");
+    } else {
+        refused(sim.map(drop), "ncclGroupSimulateEnd", "2.22.3");
+    }
+    for s in &streams {
+        s.synchronize().unwrap();
+    }
+    drop(bufs);
+    drop(streams);
+    for c in sim_comms {
+        c.destroy().unwrap();
+    }
+    cuda.activate(0).expect("activate GPU 0");
+
+    // 2.29.2: the grow id and the properties.
+    if has((2, 29, 2)) {
+        comm.grow_unique_id().expect("ncclCommGetUniqueId");
+        let p = comm.properties().expect("ncclCommQueryProperties");
+        assert_eq!((p.rank, p.nranks, p.cuda_device), (0, 1, 0));
+        eprintln!("  ncclCommGetUniqueId, ncclCommQueryProperties: ok ({p:?})");
+    } else {
+        refused(comm.grow_unique_id().map(drop), "ncclCommGetUniqueId", "2.29.2");
+        refused(comm.grow(2, None, &CommOptions::new()).map(drop), "ncclCommGrow", "2.29.2");
+        refused(comm.properties().map(drop), "ncclCommQueryProperties", "2.29.2");
+    }
+    // 2.29.7: suspend, resume, memory statistics.
+    if has((2, 29, 7)) {
+        let total = comm.mem_stat(MemStat::GPU_MEM_TOTAL).expect("ncclCommMemStats");
+        comm.suspend(SuspendFlags::MEMORY).expect("ncclCommSuspend");
+        assert_eq!(comm.mem_stat(MemStat::GPU_MEM_SUSPENDED).unwrap(), 1);
+        comm.resume().expect("ncclCommResume");
+        assert_eq!(comm.mem_stat(MemStat::GPU_MEM_SUSPENDED).unwrap(), 0);
+        eprintln!("  ncclCommSuspend/Resume/MemStats: ok ({total} bytes tracked)");
+    } else {
+        refused(comm.suspend(SuspendFlags::MEMORY), "ncclCommSuspend", "2.29.7");
+        refused(comm.resume(), "ncclCommResume", "2.29.7");
+        refused(comm.mem_stat(MemStat::GPU_MEM_TOTAL).map(drop), "ncclCommMemStats", "2.29.7");
+    }
+    // 2.30.4: the runtime parameters.
+    if has((2, 30, 4)) {
+        let keys = nccl.param_keys().expect("ncclParamGetAllParameterKeys");
+        assert!(keys.iter().any(|k| k == "NCCL_DEBUG"), "{keys:?}");
+        eprintln!("  ncclParam*: ok, NCCL_DEBUG = {}", nccl.param_string("NCCL_DEBUG").unwrap());
+    } else {
+        refused(nccl.param("NCCL_DEBUG").map(drop), "ncclParamBind", "2.30.4");
+        refused(nccl.param_string("NCCL_DEBUG").map(drop), "ncclParamGetParameter", "2.30.4");
+        refused(nccl.param_keys().map(drop), "ncclParamGetAllParameterKeys", "2.30.4");
+        refused(nccl.dump_params(), "ncclParamDumpAll", "2.30.4");
+    }
+    // 2.32.3: encryption (plaintext asked: nothing changes for this process's other tests).
+    if has((2, 32, 3)) {
+        nccl.set_encryption(&Encryption::None).expect("ncclSetEncryption");
+        eprintln!("  ncclSetEncryption: ok");
+    } else {
+        refused(nccl.set_encryption(&Encryption::None), "ncclSetEncryption", "2.32.3");
+    }
+    comm.destroy().unwrap();
 }

@@ -193,3 +193,158 @@ fn a_real_build_for_another_architecture_is_named() {
         )
     );
 }
+
+// ---- The rest of the host API (part A) on the real library, without a GPU ------------------------------------
+
+/// Set in the child process `runtime_parameters_and_host_only_calls_of_the_real_library` starts.
+const PARAM_CHILD: &str = "NCCL_TRAMPOLINE_REAL_PARAM_CHILD";
+
+/// Runs this test binary again as a child with `env`, only the test `name`, and returns its
+/// output. Under qemu-user an aarch64 child cannot be exec'd by the host kernel (no binfmt_misc),
+/// and the failed exec is not reported back (glibc's vfork-style posix_spawn becomes a plain
+/// fork: the child exits 127 without a word): that case is run again through qemu-aarch64.
+fn rerun_self(name: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let exe = std::env::current_exe().expect("this test's path");
+    let args = ["--ignored", "--exact", name, "--nocapture", "--test-threads=1"];
+    let run = |program: &std::ffi::OsStr, pre: &[&str]| {
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(pre).arg(&exe).args(args).envs(env.iter().copied());
+        cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+    };
+    let mut direct = std::process::Command::new(&exe);
+    direct.args(args).envs(env.iter().copied());
+    let out = direct.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
+    let exec_failed = out.status.code() == Some(127) && out.stdout.is_empty();
+    if cfg!(target_arch = "aarch64") && exec_failed {
+        let qemu = std::env::var("NCCL_TRAMPOLINE_TEST_QEMU").unwrap_or_else(|_| "qemu-aarch64".into());
+        return run(qemu.as_ref(), &["-cpu", "max", "-L", "/usr/aarch64-linux-gnu"]);
+    }
+    out
+}
+
+/// The `ncclParam*` functions really run in the real library: values NCCL resolved from the
+/// environment of a child process, typed reads, a missing key and a wrong type as typed errors.
+/// With them, what else runs without a GPU: `ncclGroupSimulateEnd` on an empty group and
+/// `ncclSetEncryption` (accepted and refused).
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn runtime_parameters_and_host_only_calls_of_the_real_library() {
+    let path = lib("NCCL_TRAMPOLINE_REAL_NCCL");
+    let debug_file = std::env::temp_dir().join(format!("nccl-trampoline-param-{}.%h", std::process::id()));
+    let debug_file = debug_file.to_str().expect("a UTF-8 temporary path").to_string();
+    if std::env::var_os(PARAM_CHILD).is_none() {
+        // The parent: NCCL reads its parameters once per process, so the values come from a
+        // child's environment.
+        let out = rerun_self(
+            "runtime_parameters_and_host_only_calls_of_the_real_library",
+            &[
+                (PARAM_CHILD, "1"),
+                ("NCCL_DEBUG", "WARN"),
+                ("NCCL_DEBUG_SUBSYS", "INIT,ENV"),
+                ("NCCL_DEBUG_FILE", &debug_file),
+            ],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "the child failed: {}\n{stdout}\n{stderr}", out.status);
+        assert!(stdout.contains("1 passed"), "the child ran the test: {stdout}");
+        assert!(stdout.contains("=== ncclParam Registry Dump ==="), "ncclParamDumpAll printed: {stdout}");
+        return;
+    }
+    // The child, with the environment above (the path named after the parent's pid).
+    let debug_file = std::env::var("NCCL_DEBUG_FILE").unwrap();
+    let nccl = Nccl::load_from(&path).unwrap();
+    assert!(nccl.version() >= Version::new(2, 30, 4), "the newest build has the parameters");
+
+    assert_eq!(nccl.param_string("NCCL_DEBUG").unwrap(), "WARN");
+    assert_eq!(nccl.param_string("NCCL_DEBUG_SUBSYS").unwrap(), "INIT,ENV");
+    let file = nccl.param("NCCL_DEBUG_FILE").unwrap();
+    assert_eq!(file.get_str().unwrap(), debug_file);
+    let mut with_nul = debug_file.clone().into_bytes();
+    with_nul.push(0);
+    assert_eq!(file.raw().unwrap(), with_nul, "a string's raw bytes end with its NUL");
+    // A 64-bit mask: the typed read agrees with the raw bytes; another width is refused.
+    let subsys = nccl.param("NCCL_DEBUG_SUBSYS").unwrap();
+    let mask = subsys.get::<u64>().unwrap();
+    assert_eq!(subsys.raw().unwrap(), mask.to_ne_bytes());
+    assert_ne!(mask, 0);
+    assert_eq!(
+        subsys.get::<u32>().unwrap_err(),
+        Error::ParamType { key: "NCCL_DEBUG_SUBSYS".into(), requested: "uint32_t" }
+    );
+    assert_eq!(
+        file.get::<i32>().unwrap_err(),
+        Error::ParamType { key: "NCCL_DEBUG_FILE".into(), requested: "int32_t" }
+    );
+    let missing = "NCCL_TRAMPOLINE_NO_SUCH_PARAMETER";
+    assert_eq!(nccl.param(missing).unwrap_err(), Error::ParamNotFound { key: missing.into() });
+    assert_eq!(nccl.param_string(missing).unwrap_err(), Error::ParamNotFound { key: missing.into() });
+    let keys = nccl.param_keys().unwrap();
+    for k in ["NCCL_DEBUG", "NCCL_DEBUG_FILE", "NCCL_DEBUG_SUBSYS"] {
+        assert!(keys.iter().any(|x| x == k), "{k} in {keys:?}");
+    }
+    nccl.dump_params().unwrap();
+
+    // An empty group simulated: NCCL leaves the estimate undefined (-1).
+    assert_eq!(nccl.group().unwrap().simulate_end().unwrap().estimated_time_us, None);
+    // Encryption: accepted (a build without TLS fails only when a connection is made), and
+    // NCCL's refusal of a short key with its own text.
+    use nccl_trampoline::nccl::{Encryption, PreSharedKey};
+    nccl.set_encryption(&Encryption::None).unwrap();
+    nccl.set_encryption(&Encryption::PreSharedKey(PreSharedKey::new(vec![b'k'; 48]).unwrap())).unwrap();
+    let err = nccl.set_encryption(&Encryption::PreSharedKey(PreSharedKey::new("short").unwrap())).unwrap_err();
+    match err {
+        Error::Nccl { function: "ncclSetEncryption", code: 4, last_error, .. } => {
+            assert!(last_error.contains("at least"), "{last_error}")
+        }
+        e => panic!("{e}"),
+    }
+    nccl.set_encryption(&Encryption::None).unwrap();
+    println!("real NCCL {}: parameters, simulated group end and encryption checked", nccl.version());
+}
+
+/// The old build (2.18.3) refuses every call of part A with the version it needs.
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+#[cfg(target_arch = "x86_64")]
+fn old_build_refuses_the_newer_host_api() {
+    use nccl_trampoline::nccl::Encryption;
+    let nccl = Nccl::load_from(lib("NCCL_TRAMPOLINE_REAL_NCCL_OLD")).unwrap();
+    let loaded = nccl.version().to_string();
+    let unsupported =
+        |symbol: &'static str, needs: &str| Error::Unsupported { symbol, needs: needs.into(), loaded: loaded.clone() };
+    assert_eq!(nccl.param("NCCL_DEBUG").unwrap_err(), unsupported("ncclParamBind", "2.30.4"));
+    assert_eq!(nccl.param_keys().unwrap_err(), unsupported("ncclParamGetAllParameterKeys", "2.30.4"));
+    assert_eq!(nccl.set_encryption(&Encryption::None).unwrap_err(), unsupported("ncclSetEncryption", "2.32.3"));
+    assert_eq!(nccl.group().unwrap().simulate_end().unwrap_err(), unsupported("ncclGroupSimulateEnd", "2.22.3"));
+    let id = nccl.unique_id().unwrap();
+    let err = Communicator::init_rank_scalable(&nccl, 1, 0, &[id], &Default::default()).unwrap_err();
+    assert_eq!(err, unsupported("ncclCommInitRankScalable", "2.23.4"));
+}
+
+/// Scalable init and a new rank joining a grow reach the real library and, without a GPU, fail
+/// with NCCL's own CUDA error (with one, the one-rank scalable communicator is made).
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn scalable_init_and_joining_a_grow_without_a_gpu_fail_with_nccls_error() {
+    use nccl_trampoline::nccl::CommOptions;
+    loopback_only();
+    let nccl = Nccl::load_from(lib("NCCL_TRAMPOLINE_REAL_NCCL")).unwrap();
+    let ids = [nccl.unique_id().unwrap()];
+    let scalable = Communicator::init_rank_scalable(&nccl, 1, 0, &ids, &CommOptions::new());
+    if gpu_present() {
+        scalable.expect("with a GPU, a one-rank communicator initialises").destroy().unwrap();
+        return;
+    }
+    let joined = Communicator::join_grow(&nccl, 2, &ids[0], 1, &CommOptions::new());
+    for (symbol, result) in [("ncclCommInitRankScalable", scalable), ("ncclCommGrow", joined)] {
+        match result {
+            Err(Error::Nccl { function, code, last_error, .. }) => {
+                assert_eq!((function, code), (symbol, 1), "{last_error}");
+                assert!(last_error.to_lowercase().contains("cuda"), "NCCL's last-error text: {last_error:?}");
+                eprintln!("{function} without a GPU: {last_error}");
+            }
+            other => panic!("{symbol}: expected NCCL's CUDA error, got {other:?}"),
+        }
+    }
+}

@@ -8,7 +8,7 @@
 use core::ffi::{c_char, c_void};
 
 use crate::nccl::library::Nccl;
-use crate::nccl::types::{DataType, NcclResult, RedOp, ScalarResidence, UniqueId};
+use crate::nccl::types::{DataType, MemStat, NcclResult, RedOp, ScalarResidence, UniqueId};
 use crate::nccl::version::Version;
 use crate::{CArgs, CRet, Error, ValueAt};
 
@@ -16,16 +16,20 @@ use crate::{CArgs, CRet, Error, ValueAt};
 type Comm = *mut c_void;
 /// A CUDA (or HIP) stream, `cudaStream_t`.
 type CudaStream = *mut c_void;
+/// A runtime parameter's handle, `ncclParamHandle_t` (owned by NCCL's parameter system).
+type ParamHandle = *mut c_void;
 
 /// What the table knows of one symbol (name, since, prototype).
 pub(crate) type SymInfo = crate::symbols::Symbol<Sym>;
 
 /// A function of the table bound to its Rust types, or unbound where the loaded library lacks
-/// it (calling it then is [`Error::Unsupported`]).
+/// it (calling it then is [`Error::Unsupported`] for a library older than the symbol, or
+/// [`Error::SymbolMissing`] for one new enough that still lacks it).
 pub(crate) type Function<A, R> = crate::symbols::Function<Sym, A, R>;
 
 impl<A: CArgs, R: CRet> crate::symbols::Function<Sym, A, R> {
-    /// Calls the function with `args`; [`Error::Unsupported`] if `nccl` lacks it.
+    /// Calls the function with `args`; [`Error::Unsupported`] (or [`Error::SymbolMissing`]) if
+    /// `nccl` lacks it.
     ///
     /// # Safety
     ///
@@ -188,6 +192,71 @@ nccl_functions! {
          stream: CudaStream) -> NcclResult;
     /// `ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)`
     comm_revoke: CommRevoke = "ncclCommRevoke" since (2, 28, 7) (comm: Comm, flags: i32) -> NcclResult;
+    // ---- The rest of the 2.32.3 host API (part A): group simulation, scalable init, grow,
+    // suspend/resume, properties, encryption, runtime parameters. Left out on purpose:
+    // `ncclBcast` (the in-place form `ncclBroadcast` supersedes, with the same ABI) and
+    // `ncclResetDebugInit`/`ncclResetDebugInitInternal` (deprecated debug resets, marked "not
+    // supported as part of the NCCL API" in nccl.h).
+    /// `ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)`
+    group_simulate_end: GroupSimulateEnd = "ncclGroupSimulateEnd" since (2, 22, 3) (info: *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
+    /// ncclUniqueId *commIds, ncclConfig_t *config)`
+    comm_init_rank_scalable: CommInitRankScalable = "ncclCommInitRankScalable" since (2, 23, 4)
+        (comm: *mut Comm, nranks: i32, rank: i32, n_ids: i32, ids: *mut UniqueId, config: *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)`
+    comm_get_unique_id: CommGetUniqueId = "ncclCommGetUniqueId" since (2, 29, 2)
+        (comm: Comm, id: *mut UniqueId) -> NcclResult;
+    /// `ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank,
+    /// ncclComm_t *newcomm, ncclConfig_t *config)`
+    comm_grow: CommGrow = "ncclCommGrow" since (2, 29, 2)
+        (comm: Comm, nranks: i32, id: *const UniqueId, rank: i32, new_comm: *mut Comm, config: *mut c_void)
+        -> NcclResult;
+    /// `ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)`
+    comm_suspend: CommSuspend = "ncclCommSuspend" since (2, 29, 7) (comm: Comm, flags: i32) -> NcclResult;
+    /// `ncclResult_t ncclCommResume(ncclComm_t comm)`
+    comm_resume: CommResume = "ncclCommResume" since (2, 29, 7) (comm: Comm) -> NcclResult;
+    /// `ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value)`
+    comm_mem_stats: CommMemStats = "ncclCommMemStats" since (2, 29, 7)
+        (comm: Comm, stat: MemStat, value: *mut u64) -> NcclResult;
+    /// `ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t *props)`
+    /// (declared in nccl_device/core.h)
+    comm_query_properties: CommQueryProperties = "ncclCommQueryProperties" since (2, 29, 2)
+        (comm: Comm, props: *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclSetEncryption(const ncclEncryptionConfig_t *config)`
+    set_encryption: SetEncryption = "ncclSetEncryption" since (2, 32, 3) (config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclParamBind(ncclParamHandle_t *out, const char *key)`
+    param_bind: ParamBind = "ncclParamBind" since (2, 30, 4) (out: *mut ParamHandle, key: *const c_char) -> NcclResult;
+    /// `ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t *out)`
+    param_get_i8: ParamGetI8 = "ncclParamGetI8" since (2, 30, 4) (h: ParamHandle, out: *mut i8) -> NcclResult;
+    /// `ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t *out)`
+    param_get_i16: ParamGetI16 = "ncclParamGetI16" since (2, 30, 4) (h: ParamHandle, out: *mut i16) -> NcclResult;
+    /// `ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t *out)`
+    param_get_i32: ParamGetI32 = "ncclParamGetI32" since (2, 30, 4) (h: ParamHandle, out: *mut i32) -> NcclResult;
+    /// `ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t *out)`
+    param_get_i64: ParamGetI64 = "ncclParamGetI64" since (2, 30, 4) (h: ParamHandle, out: *mut i64) -> NcclResult;
+    /// `ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t *out)`
+    param_get_u8: ParamGetU8 = "ncclParamGetU8" since (2, 30, 4) (h: ParamHandle, out: *mut u8) -> NcclResult;
+    /// `ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t *out)`
+    param_get_u16: ParamGetU16 = "ncclParamGetU16" since (2, 30, 4) (h: ParamHandle, out: *mut u16) -> NcclResult;
+    /// `ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t *out)`
+    param_get_u32: ParamGetU32 = "ncclParamGetU32" since (2, 30, 4) (h: ParamHandle, out: *mut u32) -> NcclResult;
+    /// `ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t *out)`
+    param_get_u64: ParamGetU64 = "ncclParamGetU64" since (2, 30, 4) (h: ParamHandle, out: *mut u64) -> NcclResult;
+    /// `ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char **out)`
+    param_get_str: ParamGetStr = "ncclParamGetStr" since (2, 30, 4)
+        (h: ParamHandle, out: *mut *const c_char) -> NcclResult;
+    /// `ncclResult_t ncclParamGet(ncclParamHandle_t h, void *out, int maxLen, int *len)`
+    param_get: ParamGet = "ncclParamGet" since (2, 30, 4)
+        (h: ParamHandle, out: *mut c_void, max_len: i32, len: *mut i32) -> NcclResult;
+    /// `ncclResult_t ncclParamGetParameter(const char *key, const char **value, int *valueLen)`
+    param_get_parameter: ParamGetParameter = "ncclParamGetParameter" since (2, 30, 4)
+        (key: *const c_char, value: *mut *const c_char, len: *mut i32) -> NcclResult;
+    /// `ncclResult_t ncclParamGetAllParameterKeys(const char ***table, int *tableLen)`
+    param_get_all_parameter_keys: ParamGetAllParameterKeys = "ncclParamGetAllParameterKeys" since (2, 30, 4)
+        (table: *mut *mut *const c_char, len: *mut i32) -> NcclResult;
+    /// `void ncclParamDumpAll(void)`
+    param_dump_all: ParamDumpAll = "ncclParamDumpAll" since (2, 30, 4) () -> ();
+    // ---- end of part A.
 }
 
 /// Every known symbol: name, first NCCL version that has it, prototype. In `Sym` order.
@@ -251,6 +320,30 @@ mod tests {
         ("ncclGather", &[P, P, Z, I, I, P, P]),
         ("ncclScatter", &[P, P, Z, I, I, P, P]),
         ("ncclCommRevoke", &[P, I]),
+        // Part A of the rest of the host API.
+        ("ncclGroupSimulateEnd", &[P]),
+        ("ncclCommInitRankScalable", &[P, I, I, I, P, P]),
+        ("ncclCommGetUniqueId", &[P, P]),
+        ("ncclCommGrow", &[P, I, P, I, P, P]),
+        ("ncclCommSuspend", &[P, I]),
+        ("ncclCommResume", &[P]),
+        ("ncclCommMemStats", &[P, I, P]),
+        ("ncclCommQueryProperties", &[P, P]),
+        ("ncclSetEncryption", &[P]),
+        ("ncclParamBind", &[P, P]),
+        ("ncclParamGetI8", &[P, P]),
+        ("ncclParamGetI16", &[P, P]),
+        ("ncclParamGetI32", &[P, P]),
+        ("ncclParamGetI64", &[P, P]),
+        ("ncclParamGetU8", &[P, P]),
+        ("ncclParamGetU16", &[P, P]),
+        ("ncclParamGetU32", &[P, P]),
+        ("ncclParamGetU64", &[P, P]),
+        ("ncclParamGetStr", &[P, P]),
+        ("ncclParamGet", &[P, P, I, P]),
+        ("ncclParamGetParameter", &[P, P, P]),
+        ("ncclParamGetAllParameterKeys", &[P, P]),
+        ("ncclParamDumpAll", &[]),
     ];
 
     #[test]
@@ -276,8 +369,12 @@ mod tests {
                 })
                 .collect();
             assert_eq!(signature.args(), &want[..], "{name}: arguments");
-            let ret = if matches!(sym, Sym::GetErrorString | Sym::GetLastError) { Type::Pointer } else { Type::I32 };
-            assert_eq!(signature.ret(), Some(&ret), "{name}: result");
+            let ret = match sym {
+                Sym::GetErrorString | Sym::GetLastError => Some(Type::Pointer),
+                Sym::ParamDumpAll => None,
+                _ => Some(Type::I32),
+            };
+            assert_eq!(signature.ret(), ret.as_ref(), "{name}: result");
         }
     }
 

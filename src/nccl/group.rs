@@ -83,6 +83,27 @@ impl<'n> Group<'n> {
         self.finish()
     }
 
+    /// The library the group was opened in.
+    pub(crate) fn library(&self) -> &'n Nccl {
+        self.nccl
+    }
+
+    /// Closes the group for a simulated end (`ncclGroupSimulateEnd`): the thread's depth drops
+    /// as `ncclGroupEnd` would, but nothing was launched, so the members are neither waited
+    /// for nor recorded by their watchdogs. The library the group was opened in.
+    pub(crate) fn close_simulated(&mut self) -> &'n Nccl {
+        debug_assert!(self.open);
+        self.open = false;
+        GROUPS.with(|g| {
+            let mut g = g.borrow_mut();
+            g.depth = g.depth.saturating_sub(1);
+            if g.depth == 0 {
+                g.members.clear();
+            }
+        });
+        self.nccl
+    }
+
     fn finish(&mut self) -> Result<(), Error> {
         let members = GROUPS.with(|g| {
             let mut g = g.borrow_mut();

@@ -333,7 +333,13 @@ impl Library {
     #[cold]
     fn unsupported(&self, sym: Sym) -> Error {
         let i = info(sym);
-        Error::Unsupported { symbol: i.name, needs: since(i).to_string(), loaded: self.version.to_string() }
+        let needs = since(i);
+        if self.version >= needs {
+            // New enough, yet without the symbol (a trimmed build, RCCL, a stripped library):
+            // saying that a newer version is needed would be false.
+            return Error::SymbolMissing { symbol: i.name };
+        }
+        Error::Unsupported { symbol: i.name, needs: needs.to_string(), loaded: self.version.to_string() }
     }
 }
 

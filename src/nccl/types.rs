@@ -64,6 +64,23 @@ impl fmt::Debug for NcclResult {
     }
 }
 
+/// `ncclCommMemStat_t` (2.29.7): which memory statistic `ncclCommMemStats` reports. An open
+/// newtype: later releases may add statistics.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemStat(pub i32);
+
+impl MemStat {
+    /// `ncclStatGpuMemSuspend`: allocated GPU memory that can be suspended (bytes).
+    pub const GPU_MEM_SUSPEND: Self = Self(0);
+    /// `ncclStatGpuMemSuspended`: 1 while the memory is suspended, else 0.
+    pub const GPU_MEM_SUSPENDED: Self = Self(1);
+    /// `ncclStatGpuMemPersist`: allocated GPU memory that cannot be suspended (bytes).
+    pub const GPU_MEM_PERSIST: Self = Self(2);
+    /// `ncclStatGpuMemTotal`: all GPU memory NCCL tracks (bytes).
+    pub const GPU_MEM_TOTAL: Self = Self(3);
+}
+
 /// `ncclDataType_t`: an open newtype.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -233,7 +250,7 @@ macro_rules! c_enums {
         }
     )*};
 }
-c_enums!(DataType, RedOp, ScalarResidence, NcclResult);
+c_enums!(DataType, RedOp, ScalarResidence, NcclResult, MemStat);
 
 // SAFETY: `typedef struct { char internal[128]; } ncclUniqueId;`: 128 one-byte elements at
 // offset 0, alignment 1 (asserted above). `char` is described as `I8`: signed or not, a `char`

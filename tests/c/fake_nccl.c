@@ -796,3 +796,308 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
     return start_job((struct job){JOB_REVOKE, comm, NULL, NULL, 0, NULL});
 }
 #endif
+
+/* ==== The rest of the 2.32.3 host API, part A: group simulation, scalable init, grow,
+ * suspend/resume, properties, encryption, runtime parameters. One block, in version order;
+ * FAKE_WITHOUT_PARAMS leaves the ncclParam* symbols out (a new-enough library lacking them). */
+
+#if AT_LEAST(22203)
+/* ncclGroupSimulateEnd -> ncclGroupEndInternal(simInfo) (v2.30.7-1 src/group.cc:117-124,
+ * :766-800, :864): not in a group is ncclInvalidUsage; the caller's struct is read up to
+ * min(size, sizeof) and a magic other than 0x74685283 is ncclInvalidArgument; the group's work
+ * is planned, not launched (groupLaunch skips the launch with simInfo, :606, :722), and the
+ * estimate is copied back over the caller's bytes. The stand-in's estimate: 10 us per queued
+ * operation; an empty group leaves NCCL_UNDEF_FLOAT (-1), as the real 2.32.3 does. */
+typedef struct { size_t size; unsigned magic, version; float estimatedTime; } fake_sim_info;
+ncclResult_t ncclGroupSimulateEnd(fake_sim_info *sim) {
+    name("ncclGroupSimulateEnd");
+    size_t size = sim->size;
+    ARG(size);
+    size_t real = size > sizeof(fake_sim_info) ? sizeof(fake_sim_info) : size;
+    put(sim, real);
+    if (group_depth == 0) return ncclInvalidUsage;
+    fake_sim_info internal = {sizeof internal, 0x74685283u, FAKE_VERSION, -1.0f};
+    memcpy(&internal, sim, real);
+    if (internal.magic != 0x74685283u) { group_depth--; strcpy(last_error, "ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER"); return ncclInvalidArgument; }
+    if (--group_depth == 0) {
+        int ops = group_ncomms;
+        if (ops > 0) internal.estimatedTime = 10.0f * (float)ops;
+        group_ncomms = 0; /* planned, never launched */
+        queued = 0;
+    }
+    memcpy(sim, &internal, real);
+    return result();
+}
+#endif
+
+#if AT_LEAST(22304)
+/* ncclCommInitRankScalable (v2.30.7-1 src/init.cc:2695-2726): ncclCommInitRankDev with nId ids
+ * inside an internal group, a NULL config meaning NCCL's defaults (blocking). The ids are
+ * recorded in full. */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config) {
+    name("ncclCommInitRankScalable"); ARG(nranks); ARG(myrank); ARG(nId);
+    put(commIds, 128 * (size_t)(nId > 0 ? nId : 0));
+    size_t size = config ? config->size : 0;
+    ARG(size);
+    if (config) put(config, size);
+    if (nId < 1 || nId > nranks) return ncclInvalidArgument;
+    return init(comm, nranks, myrank, config ? config_blocking(config) : env_blocking(1), 1);
+}
+#endif
+
+#if AT_LEAST(22902)
+/* ncclCommGetUniqueId (v2.30.7-1 src/init.cc:3206-3219): the communicator must be ready; the
+ * grow handle is zero-padded to 128 bytes. The stand-in's handle: 0x47 ('G') then the rank. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *id) {
+    name("ncclCommGetUniqueId"); ARG(live(comm)->rank);
+    ncclResult_t r = ensure_ready(comm);
+    if (r != ncclSuccess) return r;
+    memset(id, 0, sizeof *id);
+    memset(id->internal, 0x47, 16);
+    memcpy(id->internal + 16, &comm->rank, sizeof(int));
+    return result();
+}
+
+/* ncclCommGrow (v2.30.7-1 src/init.cc:3224-3390): checks (nRanks > the current count, existing
+ * ranks pass rank -1, new ranks an id and 0 <= rank < nRanks), then a new communicator stored in
+ * *newcomm at once (:3321) and made by an init job whose communicator is the NEW one (:3347)
+ * and whose out-pointer is the caller's (:3351, stored again by the job when done). An existing
+ * rank keeps its number and, without a config, its parent's mode (copyCommConfig, :3305). */
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId, int rank, ncclComm_t *newcomm, ncclConfig_t *config) {
+    name("ncclCommGrow");
+    int parent_rank = comm ? live(comm)->rank : -1;
+    ARG(parent_rank); ARG(nRanks);
+    int has_id = uniqueId != NULL;
+    ARG(has_id);
+    if (uniqueId) put(uniqueId, 128);
+    ARG(rank);
+    size_t size = config ? config->size : 0;
+    ARG(size);
+    if (config) put(config, size);
+    if (newcomm == NULL || nRanks <= 0) return ncclInvalidArgument;
+    if (comm && nRanks <= comm->nranks) return ncclInvalidArgument;
+    *newcomm = NULL;
+    ncclResult_t r = result();
+    if (r != ncclSuccess) return r;
+    int blocking, device, myrank;
+    if (comm) {
+        if ((r = ensure_ready(comm)) != ncclSuccess) return r;
+        if (rank != -1) return ncclInvalidArgument;
+        blocking = config ? config_blocking(config) : comm->blocking;
+        device = comm->device;
+        myrank = comm->rank;
+    } else {
+        if (rank < 0 || !uniqueId || rank >= nRanks) return ncclInvalidArgument;
+        blocking = config ? config_blocking(config) : env_blocking(1);
+        device = rank;
+        myrank = rank;
+    }
+    ncclComm_t c = new_comm(nRanks, myrank, device, blocking);
+    *newcomm = c;
+    if (blocking) {
+        blocking_creation();
+        return ncclSuccess;
+    }
+    return start_job((struct job){JOB_INIT, c, c, newcomm, hang_init, NULL});
+}
+
+/* ncclCommQueryProperties (v2.30.7-1 src/dev_runtime.cc:1459-1496): a wrong magic is
+ * ncclInvalidUsage, so is a version newer than the library (getNcclVersionCompat, :1420-1430);
+ * the fields after ginType only for a version newer than 2.29.3 (:1480). The stand-in records
+ * the header and answers: no device API, no multimem, GIN none, one LSA team. */
+struct fake_props { size_t size; unsigned magic, version; int rank, nRanks, cudaDev, nvmlDev; _Bool deviceApi, multimem; int ginType, nLsaTeams; _Bool hostRma; int railedGinType; };
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm, struct fake_props *props) {
+    name("ncclCommQueryProperties"); ARG(live(comm)->rank); put(props, 16);
+    ncclResult_t r = ensure_ready(comm);
+    if (r != ncclSuccess) return r;
+    if (props->magic != 0xcafebeefu || (int)props->version > FAKE_VERSION) return ncclInvalidUsage;
+    props->rank = comm->rank;
+    props->nRanks = comm->nranks;
+    props->cudaDev = comm->device;
+    props->nvmlDev = comm->device + 100;
+    props->deviceApi = 1;
+    props->multimem = 0;
+    props->ginType = 0;
+    if (props->version > 22903) {
+        props->hostRma = 1;
+        props->ginType = 2;
+        props->railedGinType = 3;
+        props->nLsaTeams = 1;
+    }
+    return result();
+}
+#endif
+
+#if AT_LEAST(22907)
+/* ncclCommSuspend / ncclCommResume / ncclCommMemStats (v2.30.7-1 src/mem_manager.cc:926-1048):
+ * the communicator must be ready; suspend with NCCL_SUSPEND_MEM releases the dynamic memory,
+ * resume brings it back; the statistics read the memory manager (here: 4096 bytes that can be
+ * suspended, 1024 that cannot); an unknown statistic is ncclInvalidArgument. Blocking
+ * communicators only in the stand-in (a non-blocking one would finish on NCCL's thread). */
+static int fake_suspended;
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
+    name("ncclCommSuspend"); ARG(live(comm)->rank); ARG(flags);
+    ncclResult_t r = ensure_ready(comm);
+    if (r != ncclSuccess) return r;
+    if (flags & 1) fake_suspended = 1;
+    return result();
+}
+ncclResult_t ncclCommResume(ncclComm_t comm) {
+    name("ncclCommResume"); ARG(live(comm)->rank);
+    ncclResult_t r = ensure_ready(comm);
+    if (r != ncclSuccess) return r;
+    fake_suspended = 0;
+    return result();
+}
+ncclResult_t ncclCommMemStats(ncclComm_t comm, int stat, uint64_t *value) {
+    name("ncclCommMemStats"); ARG(live(comm)->rank); ARG(stat);
+    ncclResult_t r = ensure_ready(comm);
+    if (r != ncclSuccess) return r;
+    if (!value) return ncclInvalidArgument;
+    uint64_t scratch = fake_suspended ? 0 : 4096, persist = 1024;
+    switch (stat) {
+    case 0: *value = scratch; break;
+    case 1: *value = (uint64_t)fake_suspended; break;
+    case 2: *value = persist; break;
+    case 3: *value = scratch + persist; break;
+    default: return ncclInvalidArgument;
+    }
+    return result();
+}
+#endif
+
+#if AT_LEAST(23004) && !defined(FAKE_WITHOUT_PARAMS)
+/* The ncclParam* API (v2.30.7-1 src/param/c_api.cc): handles point into NCCL's registry and are
+ * never freed (:55-66); an unknown key is ncclInvalidArgument (:59-62, :166-171); a typed read of
+ * another type is ncclInvalidArgument (:72-82); strings and the key table live in thread-local
+ * buffers reused by the next call on the thread (:104-112, :123-153, :160-165); ncclParamGet
+ * refuses a buffer smaller than the value with len 0 (src/include/param/param.h:93-103,
+ * :207-218). The stand-in's registry: one parameter of each type, values from the environment
+ * where set (FAKE_PARAM_I32, FAKE_PARAM_STR), a string that names its thread-local buffer's
+ * reuse: each ncclParamGetStr overwrites the previous result. */
+enum { P_I8, P_I16, P_I32, P_I64, P_U8, P_U16, P_U32, P_U64, P_STR };
+struct fake_param { const char *key; int type; int64_t value; };
+static struct fake_param fake_params[] = {
+    {"FAKE_PARAM_I8", P_I8, -8}, {"FAKE_PARAM_I16", P_I16, -1616}, {"FAKE_PARAM_I32", P_I32, -323232},
+    {"FAKE_PARAM_I64", P_I64, -6464646464646464}, {"FAKE_PARAM_U8", P_U8, 200}, {"FAKE_PARAM_U16", P_U16, 60000},
+    {"FAKE_PARAM_U32", P_U32, 4000000000}, {"FAKE_PARAM_U64", P_U64, (int64_t)0x7766554433221100}, {"FAKE_PARAM_STR", P_STR, 0},
+};
+#define NPARAMS (int)(sizeof fake_params / sizeof fake_params[0])
+static struct fake_param *fake_param_find(const char *key) {
+    for (int i = 0; i < NPARAMS; i++) if (!strcmp(fake_params[i].key, key)) return &fake_params[i];
+    return NULL;
+}
+static int64_t fake_param_value(const struct fake_param *p) {
+    const char *e = getenv(p->key);
+    return e && p->type != P_STR ? strtoll(e, NULL, 0) : p->value;
+}
+static const char *fake_param_str(void) {
+    const char *e = getenv("FAKE_PARAM_STR");
+    return e ? e : "stand-in default";
+}
+/* What the recording shows of a handle (its index in the registry, -1 for another pointer) and
+ * of an out-pointer (1 if given): the addresses themselves are the caller's stack. */
+static int fake_param_index(const void *h) {
+    for (int i = 0; i < NPARAMS; i++) if (h == &fake_params[i]) return i;
+    return -1;
+}
+#define ARG_HANDLE(h) do { int index_ = fake_param_index(h); ARG(index_); } while (0)
+#define ARG_GIVEN(p) do { int given_ = (p) != NULL; ARG(given_); } while (0)
+static size_t fake_param_size(int type) {
+    static const size_t sizes[] = {1, 2, 4, 8, 1, 2, 4, 8, 0};
+    return sizes[type];
+}
+ncclResult_t ncclParamBind(void **out, const char *key) {
+    name("ncclParamBind"); ARG_GIVEN(out); if (key) name(key);
+    if (!out || !key) return ncclInvalidArgument;
+    struct fake_param *p = fake_param_find(key);
+    if (!p) return ncclInvalidArgument;
+    *out = p;
+    return ncclSuccess;
+}
+#define FAKE_GETTER(suffix, ctype, tid) \
+    ncclResult_t ncclParamGet##suffix(void *h, ctype *out) { \
+        name("ncclParamGet" #suffix); ARG_HANDLE(h); ARG_GIVEN(out); \
+        struct fake_param *p = h; \
+        if (!p || !out) return ncclInvalidArgument; \
+        if (p->type != (tid)) return ncclInvalidArgument; \
+        *out = (ctype)fake_param_value(p); \
+        return ncclSuccess; }
+FAKE_GETTER(I8, int8_t, P_I8)
+FAKE_GETTER(I16, int16_t, P_I16)
+FAKE_GETTER(I32, int32_t, P_I32)
+FAKE_GETTER(I64, int64_t, P_I64)
+FAKE_GETTER(U8, uint8_t, P_U8)
+FAKE_GETTER(U16, uint16_t, P_U16)
+FAKE_GETTER(U32, uint32_t, P_U32)
+FAKE_GETTER(U64, uint64_t, P_U64)
+static _Thread_local char fake_str_buf[256];
+ncclResult_t ncclParamGetStr(void *h, const char **out) {
+    name("ncclParamGetStr"); ARG_HANDLE(h); ARG_GIVEN(out);
+    struct fake_param *p = h;
+    if (!p || !out) return ncclInvalidArgument;
+    if (p->type != P_STR) return ncclInvalidArgument;
+    strncpy(fake_str_buf, fake_param_str(), sizeof fake_str_buf - 1);
+    *out = fake_str_buf;
+    return ncclSuccess;
+}
+ncclResult_t ncclParamGet(void *h, void *out, int maxLen, int *len) {
+    name("ncclParamGet"); ARG_HANDLE(h); ARG_GIVEN(out); ARG(maxLen); ARG_GIVEN(len);
+    struct fake_param *p = h;
+    if (!p || !out || !len || maxLen <= 0) return ncclInvalidArgument;
+    int64_t v = fake_param_value(p);
+    const void *src = &v; /* little-endian scalars: the low bytes */
+    int sz = (int)fake_param_size(p->type);
+    if (p->type == P_STR) { src = fake_param_str(); sz = (int)strlen(src) + 1; }
+    if (sz > maxLen) { *len = 0; return ncclInvalidArgument; }
+    memcpy(out, src, (size_t)sz);
+    *len = sz;
+    return ncclSuccess;
+}
+static _Thread_local char fake_value_buf[256];
+ncclResult_t ncclParamGetParameter(const char *key, const char **value, int *valueLen) {
+    name("ncclParamGetParameter"); if (key) name(key); ARG_GIVEN(value); ARG_GIVEN(valueLen);
+    if (!key || !value || !valueLen) return ncclInvalidArgument;
+    struct fake_param *p = fake_param_find(key);
+    if (!p) { *value = NULL; *valueLen = 0; return ncclInvalidArgument; }
+    if (p->type == P_STR) strncpy(fake_value_buf, fake_param_str(), sizeof fake_value_buf - 1);
+    else if (p->type >= P_U8) snprintf(fake_value_buf, sizeof fake_value_buf, "%llu", (unsigned long long)fake_param_value(p));
+    else snprintf(fake_value_buf, sizeof fake_value_buf, "%lld", (long long)fake_param_value(p));
+    *value = fake_value_buf;
+    *valueLen = (int)strlen(fake_value_buf);
+    return ncclSuccess;
+}
+static _Thread_local const char *fake_key_table[NPARAMS];
+ncclResult_t ncclParamGetAllParameterKeys(const char ***table, int *tableLen) {
+    name("ncclParamGetAllParameterKeys"); ARG_GIVEN(table); ARG_GIVEN(tableLen);
+    if (!table || !tableLen) return ncclInvalidArgument;
+    for (int i = 0; i < NPARAMS; i++) fake_key_table[i] = fake_params[i].key;
+    *table = fake_key_table;
+    *tableLen = NPARAMS;
+    return ncclSuccess;
+}
+void ncclParamDumpAll(void) { name("ncclParamDumpAll"); }
+#endif
+
+#if AT_LEAST(23203)
+/* ncclSetEncryption (2.32.3; no source yet: the behaviour of the real 2.32.3 library, whose
+ * refusals carry these last-error texts): a wrong magic, an unknown mode, a PSK mode without a
+ * key or with one shorter than 32 bytes are ncclInvalidArgument; the key is copied (strlen,
+ * calloc, memcpy in its ncclSetEncryption). The stand-in records the header, the mode and the
+ * key's length, never the key. */
+typedef struct { size_t size; unsigned magic, version; int mode; const char *psk; } fake_encryption;
+static size_t fake_psk_len;
+size_t fake_psk_length(void) { return fake_psk_len; }
+ncclResult_t ncclSetEncryption(const fake_encryption *c) {
+    name("ncclSetEncryption"); put(c, 24);
+    size_t len = c->psk ? strlen(c->psk) : 0;
+    ARG(len);
+    if (c->magic != 0xcafebeefu) { strcpy(last_error, "ncclSetEncryption: config not initialized via NCCL_ENCRYPTION_CONFIG_INITIALIZER"); return ncclInvalidArgument; }
+    if (c->mode != 0 && c->mode != 1) { strcpy(last_error, "ncclSetEncryption: config->mode is not a supported encryption mode"); return ncclInvalidArgument; }
+    if (c->mode == 1 && !c->psk) { strcpy(last_error, "ncclSetEncryption: NCCL_ENCRYPTION_MODE_PSK requires config->psk"); return ncclInvalidArgument; }
+    if (c->mode == 1 && len < 32) { strcpy(last_error, "ncclSetEncryption: config->psk must be at least 32 bytes"); return ncclInvalidArgument; }
+    fake_psk_len = c->mode == 1 ? len : 0;
+    return result();
+}
+#endif
+/* ==== end of part A. */

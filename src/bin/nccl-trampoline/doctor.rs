@@ -170,10 +170,14 @@ pub fn run(_args: &Args) -> Result<bool, CliError> {
             if p.missing.is_empty() {
                 println!("  every symbol the facade knows is present");
             } else {
-                println!("  symbols this version lacks (the calls that need them return Error::Unsupported):");
+                println!("  symbols this library lacks (the calls that need them return Error::Unsupported, or Error::SymbolMissing where the version should have them):");
+                let loaded = parse_version(&p.version);
                 for m in &p.missing {
                     let (name, since) = m.split_once('@').unwrap_or((m, "?"));
-                    println!("    {name:<28} needs {since}");
+                    match (loaded, parse_version(since)) {
+                        (Some(l), Some(s)) if l >= s => println!("    {name:<28} missing (in NCCL since {since})"),
+                        _ => println!("    {name:<28} needs {since}"),
+                    }
                 }
             }
             match &p.coverage {
@@ -412,6 +416,12 @@ fn print_gpus() {
         }
         Err(e) => println!("  {e}"),
     }
+}
+
+/// `major.minor.patch` as numbers, for comparing versions printed by the probe.
+fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = v.split('.').map(|p| p.trim().parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 #[cfg(test)]
