@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Communicator, Config, Nccl, NcclResult, Version};
-use nccl_trampoline::Error;
 
 const NEEDS: &str = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this";
 
@@ -78,9 +78,9 @@ fn init_rank_without_a_gpu_fails_cleanly_with_nccls_error() {
             continue;
         }
         match result {
-            Err(Error::Nccl { function, code, name, last_error }) => {
+            Err(Error::Nccl { function, result, name, last_error, .. }) => {
                 assert!(function.starts_with("ncclCommInitRank"), "{function}");
-                assert_eq!((code, name.as_str()), (1, "ncclUnhandledCudaError"));
+                assert_eq!((result.0, name.as_str()), (1, "ncclUnhandledCudaError"));
                 assert!(last_error.to_lowercase().contains("cuda"), "NCCL's last-error text: {last_error:?}");
                 eprintln!("{function} without a GPU: {last_error}");
             }
@@ -109,7 +109,7 @@ fn old_build_is_gated_by_version() {
     assert!(matches!(err, Error::Unsupported { symbol: "commName", .. }), "{err}");
     if !gpu_present() {
         let err = Communicator::init_rank(&nccl, 1, &id, 0).unwrap_err();
-        assert!(matches!(err, Error::Nccl { code: 1, .. }), "{err}");
+        assert!(matches!(err, Error::Nccl { result: NcclResult(1), .. }), "{err}");
     }
 }
 

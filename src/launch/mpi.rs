@@ -21,8 +21,9 @@
 use core::ffi::{c_char, c_void};
 use std::time::{Duration, Instant};
 
+use crate::launch::error::Error;
 use crate::launch::world::{vars, Launcher};
-use crate::{arg, CallPlan, Error, Signature, Type};
+use crate::{arg, CallPlan, Signature, Type};
 
 /// How a library spells its handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -445,8 +446,9 @@ impl MpiSession<'_> {
     /// finish with, MPI is not finalized, and the process should end (the launcher then ends
     /// the job).
     pub fn broadcast(&mut self, buf: &mut [u8], root: u32, timeout: Duration) -> Result<(), Error> {
-        let count = i32::try_from(buf.len()).map_err(|_| Error::InvalidArgument { what: "broadcast too large" })?;
-        let root = i32::try_from(root).map_err(|_| Error::InvalidArgument { what: "root rank too large" })?;
+        let count =
+            i32::try_from(buf.len()).map_err(|_| Error::MpiTooLarge { function: "MPI_Bcast", what: "count" })?;
+        let root = i32::try_from(root).map_err(|_| Error::MpiTooLarge { function: "MPI_Bcast", what: "root rank" })?;
         let deadline = Instant::now().checked_add(timeout);
         let mut pending = Box::new(Pending { data: buf.to_vec(), request: [0; 16], status: [0; STATUS_BYTES] });
         let (data, request): (*mut u8, *mut u8) = (pending.data.as_mut_ptr(), pending.request.as_mut_ptr());

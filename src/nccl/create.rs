@@ -28,6 +28,7 @@ use crate::cuda::Backoff;
 use crate::nccl::bounded::{spawn_bounded, BoundedCall};
 use crate::nccl::communicator::{AbortHandle, Communicator};
 use crate::nccl::config::{Config, ConfigBuffer};
+use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::functions::Sym;
 use crate::nccl::group::refuse_in_group;
@@ -36,7 +37,7 @@ use crate::nccl::shared::Shared;
 use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
 use crate::nccl::types::{NcclResult, UniqueId};
 use crate::nccl::version::Version;
-use crate::{Error, ValueAt};
+use crate::ValueAt;
 
 /// How a communicator is made: its config and its timeouts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -338,7 +339,7 @@ impl<'p> Pending<'p> {
                     self.stage = Stage::Done;
                     abort_made(&self.slots, &self.children);
                     let code = match &e {
-                        Error::Nccl { code, .. } => NcclResult(*code),
+                        Error::Nccl { result, .. } => *result,
                         _ => NcclResult::INTERNAL_ERROR,
                     };
                     for p in &self.parents {
@@ -480,7 +481,7 @@ impl Drop for Pending<'_> {
                         p.abandon(Cause::Requested);
                     }
                 }) {
-                    if r == Ok(NcclResult::IN_PROGRESS) {
+                    if matches!(r, Ok(NcclResult::IN_PROGRESS)) {
                         self.stop_in_nccl(Cause::Requested);
                     } else {
                         abort_made(&self.slots, &self.children);
@@ -540,7 +541,7 @@ fn rank_info(nccl: &Nccl, handle: *mut c_void) -> Result<RankInfo, Error> {
 
 fn check_rank(nranks: i32, rank: i32) -> Result<(), Error> {
     if nranks < 1 || rank < 0 || rank >= nranks {
-        return Err(Error::InvalidArgument { what: "rank must be in 0..nranks and nranks at least 1" });
+        return Err(Error::RankOutOfRange { rank, nranks });
     }
     Ok(())
 }
@@ -581,7 +582,10 @@ impl Communicator {
         options: &CommOptions,
     ) -> Result<Self, Error> {
         let made = Self::begin_init_rank(nccl, nranks, id, rank, options)?.wait()?;
-        made.ok_or(Error::InvalidArgument { what: "NCCL returned no communicator" })
+        made.ok_or(Error::ImpossibleOutput {
+            function: if options.config.is_some() { "ncclCommInitRankConfig" } else { "ncclCommInitRank" },
+            what: "no communicator",
+        })
     }
 
     /// Starts an init and returns at once (the call runs on its own thread); finish it with
@@ -638,9 +642,9 @@ impl Communicator {
 
     /// `ncclCommInitAll` with timeouts.
     pub fn init_all_with(nccl: &Nccl, devices: &[i32], timeouts: Timeouts) -> Result<Vec<Self>, Error> {
-        let n = i32::try_from(devices.len()).map_err(|_| Error::InvalidArgument { what: "too many devices" })?;
+        let n = i32::try_from(devices.len()).map_err(|_| Error::TooMany { what: "devices", count: devices.len() })?;
         if n == 0 {
-            return Err(Error::InvalidArgument { what: "init_all needs at least one device" });
+            return Err(Error::Empty { operation: "ncclCommInitAll", what: "device" });
         }
         refuse_in_group("ncclCommInitAll")?;
         let nonblocking = predicted_nonblocking(nccl.version(), None);
@@ -734,7 +738,7 @@ impl Communicator {
     /// `ncclCommShrink` with options.
     pub fn shrink_with(&self, exclude: &[i32], mode: ShrinkMode, options: &CommOptions) -> Result<Communicator, Error> {
         let made = self.start_shrink(exclude, mode, options)?.wait()?;
-        made.ok_or(Error::InvalidArgument { what: "NCCL returned no communicator" })
+        made.ok_or(Error::ImpossibleOutput { function: "ncclCommShrink", what: "no communicator" })
     }
 
     /// Starts a shrink and returns at once; the parent stays borrowed until it finishes.
@@ -749,10 +753,10 @@ impl Communicator {
 
     fn start_shrink(&self, exclude: &[i32], mode: ShrinkMode, options: &CommOptions) -> Result<Pending<'_>, Error> {
         refuse_in_group("ncclCommShrink")?;
-        let count =
-            i32::try_from(exclude.len()).map_err(|_| Error::InvalidArgument { what: "too many ranks to exclude" })?;
+        let count = i32::try_from(exclude.len())
+            .map_err(|_| Error::TooMany { what: "ranks to exclude", count: exclude.len() })?;
         if count == 0 {
-            return Err(Error::InvalidArgument { what: "shrink needs at least one rank to exclude" });
+            return Err(Error::Empty { operation: "ncclCommShrink", what: "rank to exclude" });
         }
         self.shared.enter("ncclCommShrink", Allow::Recovery).map(drop)?;
         let nccl = self.shared.nccl.clone();
@@ -820,7 +824,7 @@ impl Nccl {
         refuse_in_group("ncclCommSplit")?;
         let Some((first, _, _)) = parts.first() else { return Ok(Vec::new()) };
         if parts.iter().any(|(p, _, _)| !p.shared.nccl.same(self)) {
-            return Err(Error::InvalidArgument { what: "split_all: every parent must come from this library" });
+            return Err(Error::ForeignCommunicator { operation: "split_all" });
         }
         let mut options = CommOptions::new().timeouts(first.timeouts());
         if let Some(c) = config {

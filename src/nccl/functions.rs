@@ -7,11 +7,12 @@
 
 use core::ffi::{c_char, c_void};
 
+use crate::nccl::error::Error;
 use crate::nccl::library::Nccl;
 use crate::nccl::types::{DataType, NcclResult, RedOp, ScalarResidence, UniqueId};
 use crate::nccl::version::Version;
 use crate::symbols::Entry;
-use crate::{CArgs, CRet, Error, Signature, TypedFn, ValueAt};
+use crate::{CArgs, CRet, Signature, TypedFn, ValueAt};
 
 /// A communicator handle, `ncclComm_t`.
 type Comm = *mut c_void;
@@ -24,11 +25,11 @@ pub(crate) struct SymInfo {
     pub(crate) name: &'static str,
     pub(crate) since: Version,
     /// The prototype, from the declared Rust types.
-    pub(crate) signature: fn() -> Result<Signature, Error>,
+    pub(crate) signature: fn() -> Result<Signature, crate::Error>,
 }
 
 /// A function of the table bound to its Rust types, or `None` where the loaded library lacks
-/// it (calling it then is [`Error::Unsupported`]).
+/// it (calling it then is [`Error::Unsupported`] or [`Error::SymbolMissing`]).
 pub(crate) struct Function<A, R> {
     sym: Sym,
     typed: Option<TypedFn<A, R>>,
@@ -55,7 +56,8 @@ impl<A: CArgs, R: CRet> Function<A, R> {
         self.sym
     }
 
-    /// Calls the function with `args`; [`Error::Unsupported`] if `nccl` lacks it.
+    /// Calls the function with `args`; [`Error::Unsupported`] if `nccl` is older than the
+    /// function, [`Error::SymbolMissing`] if it is new enough but lacks it.
     ///
     /// # Safety
     ///
@@ -130,7 +132,7 @@ macro_rules! nccl_functions {
 
         #[cfg(test)]
         /// Each field's Rust types, as its C types, with the symbol's name (for the tests).
-        fn declared() -> Vec<(Sym, &'static str, Result<Signature, Error>)> {
+        fn declared() -> Vec<(Sym, &'static str, Result<Signature, crate::Error>)> {
             vec![$( (Sym::$sym, $name, crate::symbols::signature::<($($ty,)*), $ret>()), )*]
         }
     };

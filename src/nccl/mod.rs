@@ -13,7 +13,7 @@
 //! let comm = Communicator::init_rank(&nccl, 1, &id, 0)?;
 //! assert_eq!(comm.count()?, 1);
 //! comm.destroy()?;
-//! # Ok::<(), nccl_trampoline::Error>(())
+//! # Ok::<(), nccl_trampoline::nccl::Error>(())
 //! ```
 //!
 //! What happens when a peer dies, and what the facade promises then (deadlines, abort from any
@@ -28,6 +28,7 @@ mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
 mod discovery;
+mod error;
 mod functions;
 mod group;
 mod library;
@@ -45,6 +46,7 @@ pub use communicator::{AbortHandle, Communicator};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use create::{CommOptions, Pending, ShrinkMode};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
+pub use error::{Error, OsError};
 pub use group::{Group, GroupScope};
 pub use library::{Discovery, Nccl};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
-use nccl_trampoline::Error;
 
 use crate::cuda;
 
@@ -146,7 +146,7 @@ pub fn run(_args: &Args) -> Result<bool, String> {
             if p.missing.is_empty() {
                 println!("  every symbol the facade knows is present");
             } else {
-                println!("  symbols this version lacks (the calls that need them return Error::Unsupported):");
+                println!("  symbols this library lacks (the calls that need them return Error::Unsupported, or Error::SymbolMissing where the version has them):");
                 for m in &p.missing {
                     let (name, since) = m.split_once('@').unwrap_or((m, "?"));
                     println!("    {name:<28} needs {since}");

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::path::PathBuf;
 
 use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, RedOp, UNIQUE_ID_BYTES};
-use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Error, Signature, Type};
+use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Signature, Type};
 
 use crate::cuda::Driver;
 use crate::oracle::{self, check_call, OracleRuntime, Pattern};
@@ -221,7 +221,7 @@ fn library(args: &Args, report: &mut Report) -> Option<Nccl> {
     };
     let nccl = match loaded {
         Ok(n) => n,
-        Err(Error::LibraryNotFound { .. }) if args.library.is_none() => {
+        Err(nccl_trampoline::nccl::Error::LibraryNotFound { .. }) if args.library.is_none() => {
             report.skip(&format!(
                 "no NCCL found ({} candidates tried; `nccl-trampoline doctor` lists them)",
                 Nccl::candidates().len()
@@ -256,7 +256,8 @@ fn library(args: &Args, report: &mut Report) -> Option<Nccl> {
     // An invalid device: NCCL itself must reject it (ncclInvalidArgument, or
     // ncclUnhandledCudaError without a GPU) and the error must carry its name.
     match Communicator::init_all(&nccl, &[-1]) {
-        Err(Error::Nccl { function, code, name, .. }) => {
+        Err(nccl_trampoline::nccl::Error::Nccl { function, result, name, .. }) => {
+            let code = result.0;
             report.check(
                 function == "ncclCommInitAll" && [1, 4, 5].contains(&code) && !name.is_empty(),
                 &format!("NCCL's own error for device -1: {function} -> {name} ({code})"),
