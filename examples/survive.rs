@@ -240,7 +240,6 @@ fn dead_members(dir: &Path, members: &[usize]) -> Vec<usize> {
 
 fn worker(args: &Args, rank: usize) -> Result<(), String> {
     let dir = args.dir.clone().ok_or("--rank needs --dir")?;
-    let e = |e: nccl_trampoline::Error| e.to_string();
     let driver = Driver::load().map_err(e)?;
     let gpu = rank as i32 % driver.device_count().map_err(e)?;
     driver.activate(gpu).map_err(e)?;
@@ -279,7 +278,7 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
     if args.scenario == Scenario::BeforeInit {
         let took = started.elapsed();
         return match made {
-            Err(err @ nccl_trampoline::Error::Timeout { .. }) if took <= create + create / 10 => {
+            Err(err @ nccl_trampoline::nccl::Error::Timeout { .. }) if took <= create + create / 10 => {
                 println!("rank {rank}: init failed as expected after {took:.2?} (deadline {create:?}): {err}");
                 Ok(())
             }
@@ -384,7 +383,6 @@ const ORDERS: [&str; 7] = [
 /// The split scenario: for each teardown order, a copy of the world split by color, a checked
 /// all-reduce in the child and in the parent, then the teardown, bounded.
 fn split_orders(driver: &Driver, world: &Communicator, rank: usize, args: &Args) -> Result<(), String> {
-    let e = |e: nccl_trampoline::Error| e.to_string();
     let color = (rank % 2) as i32;
     let count = args.count.min(1 << 22);
     let buf = driver.alloc(count * 4).map_err(e)?;
@@ -462,4 +460,9 @@ fn watchdog_end(rank: usize, comm: Communicator, timeout: Duration) -> Result<()
     drop(comm);
     println!("rank {rank}: the aborted communicator dropped in {:.2?}", t.elapsed());
     Ok(())
+}
+
+/// An error of any layer as the text this example reports.
+fn e(err: impl std::fmt::Display) -> String {
+    err.to_string()
 }

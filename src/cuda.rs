@@ -12,7 +12,59 @@ use core::ptr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::Error;
+/// What can fail in the CUDA driver's binding, one variant per failure site. The call core's
+/// error is the `source()` of [`Error::Core`]; the facade wraps this one in
+/// [`nccl::Error::Cuda`](crate::nccl::Error::Cuda).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The call core refused a plan or a call (a driver function the library lacks, a
+    /// prototype that cannot be planned here).
+    #[error("{0}")]
+    Core(#[source] crate::Error),
+    /// The CUDA driver could not be loaded.
+    #[error("cannot load the CUDA driver {path}: {reason}")]
+    Load {
+        /// The library tried.
+        path: String,
+        /// The loader's message, or the functions it lacks.
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("{function} failed: CUDA error {code} ({text})")]
+    Driver {
+        /// The driver function.
+        function: &'static str,
+        /// The `CUresult`.
+        code: i32,
+        /// `cuGetErrorString`'s text.
+        text: String,
+    },
+    /// A stream wait passed its deadline.
+    #[error("{operation} timed out after {waited:.1?}")]
+    Timeout {
+        /// What was waited for ("stream wait").
+        operation: &'static str,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// A host buffer of another size than the device memory it is copied to or from.
+    #[error("{what}: need {expected} bytes, got {got}")]
+    LengthMismatch {
+        /// "upload" or "download".
+        what: &'static str,
+        /// Bytes of the device memory.
+        expected: usize,
+        /// Bytes of the host buffer.
+        got: usize,
+    },
+}
+
+impl From<crate::Error> for Error {
+    fn from(e: crate::Error) -> Self {
+        Error::Core(e)
+    }
+}
 
 /// Environment variable naming the CUDA driver library to load instead of `libcuda.so.1`.
 pub const DRIVER_ENV: &str = "NCCL_TRAMPOLINE_CUDA_DRIVER";
@@ -119,7 +171,7 @@ impl Driver {
     /// Loads the driver library at `path` (or a bare soname) and calls `cuInit(0)`.
     pub fn load_from(path: impl AsRef<Path>) -> Result<Driver, Error> {
         let path = path.as_ref().to_path_buf();
-        let load_error = |reason: String| Error::CudaLoad { path: path.display().to_string(), reason };
+        let load_error = |reason: String| Error::Load { path: path.display().to_string(), reason };
         // SAFETY: the CUDA driver's initialisers are safe to run in any process.
         let lib =
             unsafe { libloading::Library::new(&path) }.map_err(|e| load_error(crate::loader::failure(&path, &e)))?;
@@ -139,12 +191,12 @@ impl Driver {
         &self.path
     }
 
-    fn check(&self, function: &'static str, r: Result<i32, Error>) -> Result<(), Error> {
+    fn check(&self, function: &'static str, r: Result<i32, crate::Error>) -> Result<(), Error> {
         let code = r?;
         if code == 0 {
             return Ok(());
         }
-        Err(Error::Cuda { function, code, text: self.error_text(code) })
+        Err(Error::Driver { function, code, text: self.error_text(code) })
     }
 
     fn error_text(&self, code: i32) -> String {
@@ -255,7 +307,7 @@ impl Driver {
         self.set_current(Some(Context(ctx)))?;
         let device = self.current_device();
         self.set_current(before)?;
-        device?.ok_or(Error::Cuda { function: "cuCtxGetDevice", code: 201, text: "no context".into() })
+        device?.ok_or(Error::Driver { function: "cuCtxGetDevice", code: 201, text: "no context".into() })
     }
 
     /// The device that device pointer `ptr` belongs to.
@@ -323,7 +375,7 @@ impl Driver {
         match unsafe { self.fns.event_query(event) }? {
             0 => Ok(true),
             NOT_READY => Ok(false),
-            code => Err(Error::Cuda { function: "cuEventQuery", code, text: self.error_text(code) }),
+            code => Err(Error::Driver { function: "cuEventQuery", code, text: self.error_text(code) }),
         }
     }
 
@@ -454,7 +506,7 @@ impl DeviceStream<'_> {
         match unsafe { self.driver.fns.stream_query(self.raw) }? {
             0 => Ok(true),
             NOT_READY => Ok(false),
-            code => Err(Error::Cuda { function: "cuStreamQuery", code, text: self.driver.error_text(code) }),
+            code => Err(Error::Driver { function: "cuStreamQuery", code, text: self.driver.error_text(code) }),
         }
     }
 }

@@ -66,7 +66,7 @@ pub struct ReadmeDoctests;
 
 pub use abi::Abi;
 pub use engine::VectorCopy;
-pub use error::Error;
+pub use error::{Error, TypeDescription};
 pub use plan::{arg, CallPlan};
 pub use typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
 pub use types::{Aggregate, AggregateBuilder, Field, Signature, Type};

@@ -7,6 +7,7 @@ use core::fmt;
 use crate::abi::{Abi, Placement};
 use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, STATUS_OK};
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
+use crate::error::TypeDescription;
 use crate::program::{self, Mode};
 use crate::typed::{CArgs, CRet, TypedFn};
 use crate::{Complex, Error, Signature, Type};
@@ -344,10 +345,7 @@ impl CallPlan {
     fn no_typed_program(&self) -> Error {
         match self.signature.ret() {
             Some(t) if self.ret == RetClass::Other && engine::table().is_some() && Abi::native() == Some(self.abi) => {
-                Error::ResultType {
-                    expected: t.describe(),
-                    got: "a result typed calls return (not a struct or long double)".to_string(),
-                }
+                Error::ResultType { expected: t.description(), got: TypeDescription::TypedResult }
             }
             _ => self.status_error(STATUS_NOT_NATIVE as u32),
         }
@@ -377,12 +375,12 @@ impl CallPlan {
         }
         for (index, (want, got)) in self.signature.args().iter().zip(&types).enumerate() {
             if want != got {
-                return Err(Error::ArgumentType { index, expected: want.describe(), got: got.describe() });
+                return Err(Error::ArgumentType { index, expected: want.description(), got: got.description() });
             }
         }
         let ret = R::c_type();
         if ret.as_ref() != self.signature.ret() {
-            let describe = |t: Option<&Type>| t.map_or_else(|| "void".to_string(), Type::describe);
+            let describe = |t: Option<&Type>| t.map_or(TypeDescription::Void, Type::description);
             return Err(Error::ResultType { expected: describe(self.signature.ret()), got: describe(ret.as_ref()) });
         }
         let Some((entry, program)) = &self.typed else {
@@ -540,15 +538,22 @@ mod tests {
             assert_eq!(plan.bind::<(i32,), i32>(f).unwrap_err(), Error::ArgumentCount { expected: 2, got: 1 });
             assert_eq!(
                 plan.bind::<(i32, u32), i32>(f).unwrap_err(),
-                Error::ArgumentType { index: 1, expected: "int32_t".into(), got: "uint32_t".into() }
+                Error::ArgumentType {
+                    index: 1,
+                    expected: TypeDescription::Scalar("int32_t"),
+                    got: TypeDescription::Scalar("uint32_t")
+                }
             );
             assert_eq!(
                 plan.bind::<(i32, i32), i64>(f).unwrap_err(),
-                Error::ResultType { expected: "int32_t".into(), got: "int64_t".into() }
+                Error::ResultType {
+                    expected: TypeDescription::Scalar("int32_t"),
+                    got: TypeDescription::Scalar("int64_t")
+                }
             );
             assert_eq!(
                 plan.bind::<(i32, i32), ()>(f).unwrap_err(),
-                Error::ResultType { expected: "int32_t".into(), got: "void".into() }
+                Error::ResultType { expected: TypeDescription::Scalar("int32_t"), got: TypeDescription::Void }
             );
             assert_eq!(plan.bind::<(i32, i32), i32>(ptr::null()).unwrap_err(), Error::NullPointer { what: "function" });
             let bound = plan.bind::<(i32, i32), i32>(f).unwrap();

@@ -307,7 +307,7 @@ macro_rules! foreign_functions {
             /// stays loaded while the bindings are used.
             pub unsafe fn bind(entries: &[Option<$crate::symbols::Entry>]) -> Result<Self, $crate::Error> {
                 if entries.len() != Self::SYMBOLS.len() {
-                    return Err($crate::Error::InvalidArgument { what: "one entry per function of the table" });
+                    return Err($crate::Error::TableLength { expected: Self::SYMBOLS.len(), got: entries.len() });
                 }
                 Ok(Self { $(
                     // SAFETY: the caller's contract.

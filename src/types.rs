@@ -1,6 +1,7 @@
 //! C types as the call core sees them: scalars, aggregates described by their field layout,
 //! and signatures. Nothing here knows about registers; `crate::abi` maps these to locations.
 
+use crate::error::TypeDescription;
 use crate::limits::{MAX_AGGREGATE_BYTES, MAX_ALIGN, MAX_ARGS, MAX_NESTING};
 use crate::Error;
 
@@ -146,6 +147,14 @@ impl Type {
         match self {
             Type::Aggregate(a) => format!("struct of {} bytes, alignment {}", a.size(), a.align()),
             t => t.c_name().to_string(),
+        }
+    }
+
+    /// [`describe`](Self::describe) without allocating, for the call core's errors.
+    pub fn description(&self) -> TypeDescription {
+        match self {
+            Type::Aggregate(a) => TypeDescription::Struct { size: a.size(), align: a.align() },
+            t => TypeDescription::Scalar(t.c_name()),
         }
     }
 

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use common::standin::fake_nccl;
+use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Nccl, PythonWheel, Source, Version, LIBRARY_ENV};
-use nccl_trampoline::Error;
 
 /// The variables discovery reads. Each test sets the ones it needs and clears the others, so
 /// the machine's own Python environments do not take part.

@@ -8,7 +8,7 @@ use std::ffi::c_void;
 
 use common::standin::{fake_nccl, id, load, serial, BoundBuf, Expect, FakeStream, HostBuf};
 use nccl_trampoline::nccl::{Communicator, Config, DataType, Flavor, Nccl, RedOp, ShrinkMode, UniqueId, Version};
-use nccl_trampoline::Error;
+use nccl_trampoline::nccl::{Error, NcclResult};
 
 #[test]
 fn loads_and_reports_path_version_and_symbols() {
@@ -93,7 +93,14 @@ fn config_is_written_for_the_loaded_version() {
     }
     let old = Nccl::load_from(fake_nccl(21803)).unwrap();
     let err = Communicator::init_rank_config(&old, 2, &id(), 1, &Config::new().comm_name("x")).unwrap_err();
-    assert_eq!(err, Error::Unsupported { symbol: "commName", needs: "2.27.0".into(), loaded: "2.18.3".into() });
+    assert_eq!(
+        err,
+        Error::Unsupported {
+            symbol: "commName",
+            needs: nccl_trampoline::nccl::Version::new(2, 27, 0),
+            loaded: nccl_trampoline::nccl::Version::new(2, 18, 3)
+        }
+    );
 }
 
 #[test]
@@ -103,7 +110,14 @@ fn missing_symbols_are_unsupported_not_panics() {
     let comm = Communicator::init_rank(&old, 1, &id(), 0).unwrap();
     let (send, mut recv) = (HostBuf::new(vec![0.0; 4]), HostBuf::new(vec![0.0; 4]));
     let err = comm.all_to_all(&send, &mut recv, &FakeStream::new(0)).unwrap_err();
-    assert_eq!(err, Error::Unsupported { symbol: "ncclAlltoAll", needs: "2.28.3".into(), loaded: "2.18.3".into() });
+    assert_eq!(
+        err,
+        Error::Unsupported {
+            symbol: "ncclAlltoAll",
+            needs: nccl_trampoline::nccl::Version::new(2, 28, 3),
+            loaded: nccl_trampoline::nccl::Version::new(2, 18, 3)
+        }
+    );
     assert!(matches!(old.mem_alloc(64), Err(Error::Unsupported { symbol: "ncclMemAlloc", .. })));
     let oldest = Nccl::load_from(fake_nccl(2708)).unwrap();
     let err = Communicator::init_rank_config(&oldest, 1, &id(), 0, &Config::new()).unwrap_err();
@@ -118,6 +132,34 @@ fn missing_symbols_are_unsupported_not_panics() {
     assert!(matches!(oldest.last_error(), Err(Error::Unsupported { symbol: "ncclGetLastError", .. })));
 }
 
+/// A library new enough for a symbol that does not export it is told apart from an older one:
+/// `SymbolMissing`, and a message that does not claim the version is too old.
+#[test]
+fn a_new_enough_library_without_a_symbol_says_so() {
+    let _g = serial();
+    let dir = common::work_dir("fake-nccl-without-mem-alloc");
+    let src = common::repo_file("tests/c/fake_nccl.c");
+    let built = common::build_shared_with(&dir, "nccl", &[src], &["-DFAKE_VERSION=23203", "-DFAKE_WITHOUT_MEM_ALLOC"]);
+    let lib = dir.join("libnccl.so.2");
+    std::fs::rename(&built, &lib).unwrap();
+    let nccl = Nccl::load_from(&lib).unwrap();
+    assert!(!nccl.has("ncclMemAlloc") && nccl.has("ncclCommRegister"));
+    let err = nccl.mem_alloc(64).unwrap_err();
+    assert_eq!(
+        err,
+        Error::SymbolMissing { symbol: "ncclMemAlloc", since: Version::new(2, 19, 1), loaded: Version::new(2, 32, 3) }
+    );
+    assert_eq!(
+        err.to_string(),
+        "ncclMemAlloc is not exported by the loaded NCCL 2.32.3 (it has been part of NCCL since 2.19.1)"
+    );
+    let old = Nccl::load_from(fake_nccl(21803)).unwrap();
+    assert_eq!(
+        old.mem_alloc(64).unwrap_err().to_string(),
+        "ncclMemAlloc needs NCCL 2.19.1; the loaded library is 2.18.3"
+    );
+}
+
 #[test]
 fn failures_carry_function_code_name_and_last_error() {
     let _g = serial();
@@ -128,17 +170,18 @@ fn failures_carry_function_code_name_and_last_error() {
         err,
         Error::Nccl {
             function: "ncclCommInitRank",
-            code: 4,
+            result: NcclResult(4),
             name: "ncclInvalidArgument".into(),
-            last_error: "rank 7 out of range".into()
+            last_error: "rank 7 out of range".into(),
+            version: nccl.version(),
         }
     );
     assert_eq!(err.to_string(), "ncclCommInitRank failed: ncclInvalidArgument (4): rank 7 out of range");
     log.fail_next(42, "from the future");
     let err = nccl.unique_id().unwrap_err();
-    assert!(matches!(&err, Error::Nccl { code: 42, name, .. } if name == "unknown result code"), "{err}");
+    assert!(matches!(&err, Error::Nccl { result: NcclResult(42), name, .. } if name == "unknown result code"), "{err}");
     // Bad input never reaches NCCL.
-    assert!(matches!(Communicator::init_rank(&nccl, 2, &id(), 2), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(Communicator::init_rank(&nccl, 2, &id(), 2), Err(Error::RankOutOfRange { rank: 2, nranks: 2 })));
     assert!(matches!(UniqueId::from_bytes(&[0; 12]), Err(Error::InvalidUniqueId { len: 12 })));
 }
 
@@ -228,7 +271,7 @@ fn groups_pre_mul_sum_split_and_registration() {
     );
     let g = nccl.group().unwrap();
     log.fail_next(5, "mismatched group");
-    assert!(matches!(g.end(), Err(Error::Nccl { function: "ncclGroupEnd", code: 5, .. })));
+    assert!(matches!(g.end(), Err(Error::Nccl { function: "ncclGroupEnd", result: NcclResult(5), .. })));
 
     log.reset();
     {
@@ -301,7 +344,7 @@ fn non_blocking_init_is_handed_out_only_when_done_and_refuses_per_thread_stream(
     assert_eq!(comm.async_error().unwrap(), nccl_trampoline::nccl::NcclResult::SUCCESS, "NCCL finished the init");
     let mut buf = HostBuf::new(vec![0.0; 4]);
     let err = comm.all_reduce_in_place(&mut buf, RedOp::SUM, &FakeStream::new(2)).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(matches!(err, Error::PerThreadStream { operation: "ncclAllReduce" }), "{err}");
 }
 
 /// A buffer whose access guard notes how much the stand-in had recorded when it was dropped.

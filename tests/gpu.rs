@@ -527,17 +527,18 @@ fn pre_mul_sum_two(comm: &Communicator, el: El) -> (CustomRedOp<'_>, RedOp) {
 #[test]
 #[ignore = "needs a GPU: cargo test --release --features half --test gpu -- --ignored --test-threads=1"]
 fn gpu_host_api_part_a_runs_or_is_refused_by_version() {
+    use nccl_trampoline::nccl::Error;
     use nccl_trampoline::nccl::{CommOptions, Encryption, MemStat, SuspendFlags, Version};
-    use nccl_trampoline::Error;
     nvls_off_unless_chosen();
     let nccl = Nccl::load().unwrap_or_else(|e| panic!("{e}"));
     let cuda = Cuda::load().unwrap_or_else(|e| panic!("this test needs a GPU: {e}"));
     let v = nccl.version();
     eprintln!("NCCL {v} from {}", nccl.path().display());
-    let loaded = v.to_string();
     let has = |since: (u32, u32, u32)| v >= Version::new(since.0, since.1, since.2);
     let refused = |r: Result<(), Error>, symbol: &'static str, needs: &str| {
-        assert_eq!(r.unwrap_err(), Error::Unsupported { symbol, needs: needs.into(), loaded: loaded.clone() });
+        let n: Vec<u32> = needs.split('.').map(|p| p.parse().unwrap()).collect();
+        let needs_version = Version::new(n[0], n[1], n[2]);
+        assert_eq!(r.unwrap_err(), Error::Unsupported { symbol, needs: needs_version, loaded: v });
         eprintln!("  {symbol}: refused (needs {needs})");
     };
     cuda.activate(0).expect("activate GPU 0");

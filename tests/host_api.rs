@@ -13,11 +13,11 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::standin::{id, load, serial, Expect};
+use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{
-    CommOptions, Communicator, Config, DataType, Encryption, GinType, MemStat, Nccl, PreSharedKey, RedOp, SuspendFlags,
-    Timeouts,
+    CommOptions, Communicator, Config, DataType, Encryption, GinType, MemStat, Nccl, NcclResult, PreSharedKey, RedOp,
+    SuspendFlags, Timeouts, Version,
 };
-use nccl_trampoline::Error;
 
 /// A stand-in built with `flags` (a variant `standin::VERSIONS` does not hold), as libnccl.so.2.
 fn custom_standin(tag: &str, flags: &[&str]) -> PathBuf {
@@ -131,7 +131,7 @@ fn init_rank_scalable_passes_every_id_and_the_config() {
     // Refused before NCCL: no id, more ids than ranks.
     for ids in [&[][..], &[id(), id(), id()][..]] {
         let err = Communicator::init_rank_scalable(&nccl, 2, 0, ids, &CommOptions::new()).unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+        assert_eq!(err, Error::UniqueIdCount { count: ids.len(), nranks: 2 });
     }
 }
 
@@ -199,7 +199,7 @@ fn grow_existing_and_new_ranks_byte_for_byte() {
     // Refused before NCCL: not more ranks than now.
     log.reset();
     let err = parent.grow(2, None, &CommOptions::new()).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert_eq!(err, Error::GrowNotLarger { nranks: 2, current: 2 });
     assert!(log.bytes().is_empty());
 }
 
@@ -262,7 +262,7 @@ fn suspend_resume_and_memory_statistics() {
     assert_eq!(log.bytes(), exp.0);
     // An unknown statistic: NCCL's ncclInvalidArgument, as the open newtype lets it through.
     let err = comm.mem_stat(MemStat(9)).unwrap_err();
-    assert!(matches!(err, Error::Nccl { function: "ncclCommMemStats", code: 4, .. }), "{err}");
+    assert!(matches!(err, Error::Nccl { function: "ncclCommMemStats", result: NcclResult(4), .. }), "{err}");
 }
 
 #[test]
@@ -307,7 +307,7 @@ fn set_encryption_passes_the_versioned_struct_and_never_shows_the_key() {
     // NCCL's refusal, with its text.
     let err = nccl.set_encryption(&Encryption::PreSharedKey(PreSharedKey::new("short").unwrap())).unwrap_err();
     match &err {
-        Error::Nccl { function: "ncclSetEncryption", code: 4, last_error, .. } => {
+        Error::Nccl { function: "ncclSetEncryption", result: NcclResult(4), last_error, .. } => {
             assert!(last_error.contains("at least 32 bytes"), "{last_error}")
         }
         e => panic!("{e}"),
@@ -343,7 +343,7 @@ fn parameters_read_typed_copied_and_with_typed_errors() {
     assert_eq!(err, Error::ParamType { key: "FAKE_PARAM_I32".into(), requested: "uint32_t" });
     assert_eq!(p.get_str().unwrap_err(), Error::ParamType { key: "FAKE_PARAM_I32".into(), requested: "const char *" });
     assert_eq!(nccl.param("NCCL_NO_SUCH").unwrap_err(), Error::ParamNotFound { key: "NCCL_NO_SUCH".into() });
-    assert!(matches!(nccl.param("A\0B"), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(nccl.param("A\0B"), Err(Error::ContainsNul { what: "a parameter key" })));
 
     // Strings: copied out of NCCL's thread-local buffer before the next call reuses it.
     let s = nccl.param("FAKE_PARAM_STR").unwrap();
@@ -444,7 +444,7 @@ fn older_libraries_refuse_each_new_call_with_the_version_it_needs() {
             } else {
                 assert_eq!(
                     r.unwrap_err(),
-                    Error::Unsupported { symbol, needs: since(symbol).into(), loaded: loaded.into() },
+                    Error::Unsupported { symbol, needs: version(since(symbol)), loaded: version(loaded) },
                     "{loaded}"
                 );
             }
@@ -461,9 +461,19 @@ fn a_new_enough_library_without_a_symbol_says_it_is_missing() {
     let missing: Vec<&str> = nccl.missing_symbols().iter().map(|(n, _)| *n).collect();
     assert!(missing.contains(&"ncclParamBind") && missing.contains(&"ncclParamDumpAll"), "{missing:?}");
     let err = nccl.param("FAKE_PARAM_I32").unwrap_err();
-    assert_eq!(err, Error::SymbolMissing { symbol: "ncclParamBind" });
-    assert_eq!(err.to_string(), "ncclParamBind is not exported by the loaded library");
-    assert_eq!(nccl.dump_params().unwrap_err(), Error::SymbolMissing { symbol: "ncclParamDumpAll" });
+    let (since, loaded) = (version("2.30.4"), nccl.version());
+    assert_eq!(err, Error::SymbolMissing { symbol: "ncclParamBind", since, loaded });
+    assert_eq!(
+        err.to_string(),
+        format!("ncclParamBind is not exported by the loaded NCCL {loaded} (it has been part of NCCL since 2.30.4)")
+    );
+    assert_eq!(nccl.dump_params().unwrap_err(), Error::SymbolMissing { symbol: "ncclParamDumpAll", since, loaded });
     // The symbols it has still work.
     nccl.set_encryption(&Encryption::None).unwrap();
+}
+
+/// `"2.30.4"` as a [`Version`].
+fn version(text: &str) -> Version {
+    let n: Vec<u32> = text.split('.').map(|p| p.parse().unwrap()).collect();
+    Version::new(n[0], n[1], n[2])
 }

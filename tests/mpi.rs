@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use nccl_trampoline::launch::Error;
 use nccl_trampoline::launch::{Mpi, MpiAbi};
-use nccl_trampoline::Error;
 
 /// The tests share the stand-ins' state: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

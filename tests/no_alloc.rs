@@ -1,23 +1,34 @@
 //! A prepared call allocates nothing: a counting global allocator sees no allocation during
 //! calls through plans for every shape class (registers, stack arguments, private copies,
 //! indirect results), through every entry (the checked walk and line bodies of `CallPlan::call`,
-//! the typed walks and word bodies of typed bindings and `call_words`).
+//! the typed walks and word bodies of typed bindings and `call_words`). The call core's error is
+//! `Copy` and a call that fails allocates nothing either. Allocations are counted per thread, so
+//! the tests of this file do not see each other's.
 #![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn};
+use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Error, Signature, Type, TypeDescription, TypedFn};
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Allocations made by this thread (a const-initialised cell: reading it never allocates).
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Allocations made so far by the calling thread.
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
 
 // SAFETY: forwards to the system allocator; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // `try_with`: a thread being torn down has no counter left; its allocations are not ours.
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
         // SAFETY: same contract as ours.
         unsafe { System.alloc(layout) }
     }
@@ -87,7 +98,7 @@ fn calls_do_not_allocate() {
     let args3 = [arg(&x), arg(&y), arg(&z)];
     let (mut r3, mut sum) = (0i64, 0i64);
 
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = allocations();
     for _ in 0..1000 {
         // SAFETY: the functions have exactly the planned signatures; every pointer is valid.
         unsafe {
@@ -98,9 +109,53 @@ fn calls_do_not_allocate() {
             sum += i64::from(t1.call((comm, n, id, rank))) + t3.call((x, y, z));
         }
     }
-    let after = ALLOCATIONS.load(Ordering::SeqCst);
+    let after = allocations();
     assert_eq!(after - before, 0, "allocations during 6000 calls");
     assert_eq!(r, 15);
     assert_eq!(big.0, [7; 40]);
     assert_eq!((r3, sum), (6, 1000 * (15 + 6)));
+}
+
+/// The call core's error is `Copy` (a compile-time check) and fits a cache line (56 bytes on
+/// 64-bit targets: `ArgumentType`'s index and two descriptions).
+#[test]
+fn the_core_error_is_copy() {
+    fn copy<T: Copy + Send + Sync + 'static>() {}
+    copy::<Error>();
+    copy::<TypeDescription>();
+    assert!(std::mem::size_of::<Error>() <= 64, "{} bytes", std::mem::size_of::<Error>());
+}
+
+/// Failing a call, a binding's type check or a description of a type allocates nothing: the
+/// errors carry numbers, static strings and `TypeDescription`s.
+#[test]
+fn core_errors_do_not_allocate() {
+    let agg = Type::Aggregate(Aggregate::builder().array(Type::I64, 40).build().unwrap());
+    let plan =
+        CallPlan::new(&Signature::new(vec![Type::I32, Type::I64, Type::Pointer], Some(Type::I64)).unwrap()).unwrap();
+    let f = ints as extern "C" fn(i32, i64, *const u8) -> i64 as *const c_void;
+    let (x, y) = (1i32, 2i64);
+    let short = [arg(&x), arg(&y)];
+    let mut r = 0i64;
+
+    let before = allocations();
+    let mut seen = [None; 4];
+    for _ in 0..100 {
+        // SAFETY: refused before anything is called (too few arguments, a null function).
+        unsafe {
+            seen[0] = plan.call(f, &short, (&mut r as *mut i64).cast()).err();
+            seen[1] = plan.call(std::ptr::null(), &short, (&mut r as *mut i64).cast()).err();
+        }
+        seen[2] = Some(Error::ArgumentType { index: 1, expected: Type::I64.description(), got: agg.description() });
+        seen[3] = Some(Error::ResultType { expected: TypeDescription::Void, got: TypeDescription::TypedResult });
+    }
+    let copied = seen;
+    let after = allocations();
+    assert_eq!(after - before, 0, "allocations while making 400 core errors");
+    assert_eq!(copied[0], Some(Error::ArgumentCount { expected: 3, got: 2 }));
+    assert!(matches!(copied[1], Some(Error::NullPointer { .. } | Error::ArgumentCount { .. })), "{copied:?}");
+    assert_eq!(
+        copied[2].map(|e| e.to_string()).as_deref(),
+        Some("argument 1 is int64_t in the signature but struct of 320 bytes, alignment 8 in the binding")
+    );
 }

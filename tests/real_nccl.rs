@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Communicator, Config, Nccl, NcclResult, Version};
-use nccl_trampoline::Error;
 
 const NEEDS: &str = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this";
 
@@ -78,9 +78,9 @@ fn init_rank_without_a_gpu_fails_cleanly_with_nccls_error() {
             continue;
         }
         match result {
-            Err(Error::Nccl { function, code, name, last_error }) => {
+            Err(Error::Nccl { function, result, name, last_error, .. }) => {
                 assert!(function.starts_with("ncclCommInitRank"), "{function}");
-                assert_eq!((code, name.as_str()), (1, "ncclUnhandledCudaError"));
+                assert_eq!((result.0, name.as_str()), (1, "ncclUnhandledCudaError"));
                 assert!(last_error.to_lowercase().contains("cuda"), "NCCL's last-error text: {last_error:?}");
                 eprintln!("{function} without a GPU: {last_error}");
             }
@@ -138,7 +138,7 @@ fn old_build_is_gated_by_version() {
     assert!(matches!(err, Error::Unsupported { symbol: "commName", .. }), "{err}");
     if !gpu_present() {
         let err = Communicator::init_rank(&nccl, 1, &id, 0).unwrap_err();
-        assert!(matches!(err, Error::Nccl { code: 1, .. }), "{err}");
+        assert!(matches!(err, Error::Nccl { result: NcclResult(1), .. }), "{err}");
     }
 }
 
@@ -295,7 +295,7 @@ fn runtime_parameters_and_host_only_calls_of_the_real_library() {
     nccl.set_encryption(&Encryption::PreSharedKey(PreSharedKey::new(vec![b'k'; 48]).unwrap())).unwrap();
     let err = nccl.set_encryption(&Encryption::PreSharedKey(PreSharedKey::new("short").unwrap())).unwrap_err();
     match err {
-        Error::Nccl { function: "ncclSetEncryption", code: 4, last_error, .. } => {
+        Error::Nccl { function: "ncclSetEncryption", result: NcclResult(4), last_error, .. } => {
             assert!(last_error.contains("at least"), "{last_error}")
         }
         e => panic!("{e}"),
@@ -311,9 +311,11 @@ fn runtime_parameters_and_host_only_calls_of_the_real_library() {
 fn old_build_refuses_the_newer_host_api() {
     use nccl_trampoline::nccl::Encryption;
     let nccl = Nccl::load_from(lib("NCCL_TRAMPOLINE_REAL_NCCL_OLD")).unwrap();
-    let loaded = nccl.version().to_string();
-    let unsupported =
-        |symbol: &'static str, needs: &str| Error::Unsupported { symbol, needs: needs.into(), loaded: loaded.clone() };
+    let loaded = nccl.version();
+    let unsupported = |symbol: &'static str, needs: &str| {
+        let n: Vec<u32> = needs.split('.').map(|p| p.parse().unwrap()).collect();
+        Error::Unsupported { symbol, needs: Version::new(n[0], n[1], n[2]), loaded }
+    };
     assert_eq!(nccl.param("NCCL_DEBUG").unwrap_err(), unsupported("ncclParamBind", "2.30.4"));
     assert_eq!(nccl.param_keys().unwrap_err(), unsupported("ncclParamGetAllParameterKeys", "2.30.4"));
     assert_eq!(nccl.set_encryption(&Encryption::None).unwrap_err(), unsupported("ncclSetEncryption", "2.32.3"));
@@ -340,8 +342,8 @@ fn scalable_init_and_joining_a_grow_without_a_gpu_fail_with_nccls_error() {
     let joined = Communicator::join_grow(&nccl, 2, &ids[0], 1, &CommOptions::new());
     for (symbol, result) in [("ncclCommInitRankScalable", scalable), ("ncclCommGrow", joined)] {
         match result {
-            Err(Error::Nccl { function, code, last_error, .. }) => {
-                assert_eq!((function, code), (symbol, 1), "{last_error}");
+            Err(Error::Nccl { function, result, last_error, .. }) => {
+                assert_eq!((function, result), (symbol, NcclResult(1)), "{last_error}");
                 assert!(last_error.to_lowercase().contains("cuda"), "NCCL's last-error text: {last_error:?}");
                 eprintln!("{function} without a GPU: {last_error}");
             }

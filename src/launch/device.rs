@@ -4,8 +4,8 @@
 //! reads from the current context, so this is `cudaSetDevice` without the runtime; the
 //! facade's creation carries the calling thread's context to the thread that runs the init.
 
+use crate::launch::error::Error;
 use crate::nccl::Nccl;
-use crate::Error;
 
 /// Which GPU a rank of a [`World`](crate::launch::World) initialises NCCL on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -26,7 +26,13 @@ pub enum DeviceChoice {
 /// Makes the GPU `choice` names for `local_rank` current on this thread; returns the
 /// ordinal, or `None` when the device was left alone.
 pub(crate) fn select(nccl: &Nccl, choice: DeviceChoice, local_rank: u32) -> Result<Option<i32>, Error> {
-    let fail = |detail: String| Error::Device { local_rank, detail };
+    let fail = |source: crate::cuda::Error| Error::Device { local_rank, source };
+    let not_visible = |ordinal: i32, count: i32| Error::DeviceNotVisible {
+        local_rank,
+        ordinal,
+        count,
+        visible: std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into()),
+    };
     if choice == DeviceChoice::Current {
         return Ok(None);
     }
@@ -34,13 +40,19 @@ pub(crate) fn select(nccl: &Nccl, choice: DeviceChoice, local_rank: u32) -> Resu
     let driver = match (nccl.cuda(), choice) {
         (Ok(d), _) => d,
         (Err(_), DeviceChoice::PerLocalRank) => return Ok(None),
-        (Err(e), _) => return Err(fail(e.to_string())),
+        (Err(e), _) => return Err(fail(e.clone())),
     };
     let count = match (driver.device_count(), choice) {
         (Ok(n), _) if n > 0 => n,
         (_, DeviceChoice::PerLocalRank) => return Ok(None),
-        (Ok(_), _) => return Err(fail("no GPU is visible".into())),
-        (Err(e), _) => return Err(fail(e.to_string())),
+        (Ok(n), _) => {
+            let ordinal = match choice {
+                DeviceChoice::Ordinal(o) => o,
+                _ => 0,
+            };
+            return Err(not_visible(ordinal, n));
+        }
+        (Err(e), _) => return Err(fail(e)),
     };
     let ordinal = match choice {
         DeviceChoice::Ordinal(o) => o,
@@ -48,11 +60,8 @@ pub(crate) fn select(nccl: &Nccl, choice: DeviceChoice, local_rank: u32) -> Resu
         _ => i32::try_from(local_rank).unwrap_or(i32::MAX),
     };
     if ordinal < 0 || ordinal >= count {
-        return Err(fail(format!(
-            "GPU {ordinal} is needed but {count} are visible (CUDA_VISIBLE_DEVICES={})",
-            std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into())
-        )));
+        return Err(not_visible(ordinal, count));
     }
-    driver.activate(ordinal).map_err(|e| fail(e.to_string()))?;
+    driver.activate(ordinal).map_err(fail)?;
     Ok(Some(ordinal))
 }

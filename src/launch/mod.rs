@@ -15,19 +15,21 @@
 //! let comm = world.communicator(&nccl, Duration::from_secs(120))?;
 //! println!("rank {} of {} ({}), route {}", world.rank(), world.size(), world.launcher(), world.id_route()?.name());
 //! # drop(comm);
-//! # Ok::<(), nccl_trampoline::Error>(())
+//! # Ok::<(), nccl_trampoline::launch::Error>(())
 //! ```
 //!
 //! How the world is found, how the id travels and the security model of the rendezvous:
 //! `docs/adr/0010-launchers-and-rendezvous.md`.
 
 mod device;
+mod error;
 pub mod hostlist;
 mod mpi;
 mod route;
 mod world;
 
 pub use device::DeviceChoice;
+pub use error::Error;
 pub use mpi::{candidates as mpi_candidates, Mpi, MpiAbi, MpiSession};
 pub use route::{IdRoute, Setup, FILE_SLACK};
 pub use world::{vars, Launcher, Secret, World};

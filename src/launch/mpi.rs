@@ -23,8 +23,8 @@
 use core::ffi::{c_char, c_void};
 use std::time::{Duration, Instant};
 
+use crate::launch::error::Error;
 use crate::launch::world::{vars, Launcher};
-use crate::Error;
 
 /// How a library spells its handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,20 +124,20 @@ trait HandleCalls {
 impl<H: crate::CArg + Copy + 'static> HandleCalls for Handles<H> {
     fn comm_rank(&self, rank: *mut i32) -> Result<i32, Error> {
         // SAFETY: the ABI's MPI_COMM_WORLD and a live `int` (callers).
-        unsafe { self.fns.comm_rank(self.comm_world, rank) }
+        Ok(unsafe { self.fns.comm_rank(self.comm_world, rank) }?)
     }
     fn comm_size(&self, size: *mut i32) -> Result<i32, Error> {
         // SAFETY: as above.
-        unsafe { self.fns.comm_size(self.comm_world, size) }
+        Ok(unsafe { self.fns.comm_size(self.comm_world, size) }?)
     }
     fn byte_size(&self, size: *mut i32) -> Result<i32, Error> {
         // SAFETY: the ABI's MPI_BYTE and a live `int` (callers).
-        unsafe { self.fns.type_size(self.byte, size) }
+        Ok(unsafe { self.fns.type_size(self.byte, size) }?)
     }
     fn ibcast_bytes(&self, data: *mut u8, count: i32, root: i32, request: *mut u8) -> Result<i32, Error> {
         // SAFETY: `data` holds `count` bytes and `request` an MPI_Request, both kept alive until
         // the request completes or leaked (the caller, `MpiSession::broadcast`).
-        unsafe { self.fns.ibcast(data, count, self.byte, root, self.comm_world, request) }
+        Ok(unsafe { self.fns.ibcast(data, count, self.byte, root, self.comm_world, request) }?)
     }
     fn missing(&self) -> Vec<&'static str> {
         self.fns.missing()
@@ -283,8 +283,8 @@ impl Mpi {
     }
 
     /// `Ok` for `MPI_SUCCESS` (0), else [`Error::Mpi`] with MPI's error text.
-    fn check(&self, function: &'static str, code: Result<i32, Error>) -> Result<(), Error> {
-        match code? {
+    fn check(&self, function: &'static str, code: Result<i32, impl Into<Error>>) -> Result<(), Error> {
+        match code.map_err(Into::into)? {
             0 => Ok(()),
             code => Err(Error::Mpi { function, code, text: self.error_string(code) }),
         }
@@ -420,8 +420,9 @@ impl MpiSession<'_> {
     /// finish with, MPI is not finalized, and the process should end (the launcher then ends
     /// the job).
     pub fn broadcast(&mut self, buf: &mut [u8], root: u32, timeout: Duration) -> Result<(), Error> {
-        let count = i32::try_from(buf.len()).map_err(|_| Error::InvalidArgument { what: "broadcast too large" })?;
-        let root = i32::try_from(root).map_err(|_| Error::InvalidArgument { what: "root rank too large" })?;
+        let count =
+            i32::try_from(buf.len()).map_err(|_| Error::MpiTooLarge { function: "MPI_Bcast", what: "count" })?;
+        let root = i32::try_from(root).map_err(|_| Error::MpiTooLarge { function: "MPI_Bcast", what: "root rank" })?;
         let deadline = Instant::now().checked_add(timeout);
         let mut pending = Box::new(Pending { data: buf.to_vec(), request: [0; 16], status: [0; STATUS_BYTES] });
         let (data, request): (*mut u8, *mut u8) = (pending.data.as_mut_ptr(), pending.request.as_mut_ptr());

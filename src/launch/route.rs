@@ -8,11 +8,11 @@ use std::time::SystemTime;
 use std::time::{Duration, Instant};
 
 use crate::launch::device::{self, DeviceChoice};
+use crate::launch::error::Error;
 use crate::launch::mpi::Mpi;
 use crate::launch::world::{vars, World};
 use crate::nccl::rendezvous::{self, RendezvousKey};
 use crate::nccl::{CommOptions, Communicator, Nccl, UniqueId};
-use crate::Error;
 
 /// How far before this process read its world a rendezvous file may have been published and
 /// still be taken: ranks of one job start at different times, but not this far apart.
@@ -232,11 +232,8 @@ impl World {
                 if self.is_root() {
                     let id = nccl.unique_id()?;
                     let root = rendezvous::TcpRoot::bind(*bind, key).map_err(|e| match e {
-                        Error::Rendezvous { what, detail } => Error::Rendezvous {
-                            what,
-                            detail: format!("{detail} (another job on this port? set {})", vars::PORT),
-                        },
-                        e => e,
+                        e @ rendezvous::Error::Bind { .. } => Error::RendezvousPort { source: e },
+                        e => e.into(),
                     })?;
                     root.serve(&id, 1..self.size(), left())?;
                     Ok((id, Cleanup::None))
@@ -323,7 +320,7 @@ impl World {
                 let _ = rendezvous::remove_file(&path, &id, &key);
             }
         }
-        comm
+        Ok(comm?)
     }
 }
 
@@ -336,7 +333,7 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, Error> {
         .find(|a| a.is_ipv4())
         .or(all.first())
         .copied()
-        .ok_or_else(|| Error::Rendezvous { what: "cannot resolve the root's host", detail: format!("{host}:{port}") })
+        .ok_or_else(|| Error::Resolve { host: host.to_string(), port })
 }
 
 #[cfg(test)]

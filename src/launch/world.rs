@@ -23,8 +23,8 @@
 
 use std::time::SystemTime;
 
+use crate::launch::error::Error;
 use crate::launch::hostlist;
-use crate::Error;
 
 /// The launcher that started this process, as far as its variables tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

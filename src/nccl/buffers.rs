@@ -3,8 +3,8 @@
 
 use core::ffi::c_void;
 
+use crate::nccl::error::Error;
 use crate::nccl::types::NcclScalar;
-use crate::Error;
 
 /// `cudaStreamPerThread`'s handle value; unusable with non-blocking communicators (NCCL
 /// silently corrupts data), so it is refused there.

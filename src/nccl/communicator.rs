@@ -9,12 +9,12 @@ use core::fmt;
 use core::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::Shared;
 use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
 use crate::nccl::types::NcclResult;
-use crate::Error;
 
 /// A handle that aborts a communicator from any thread: `Send + Sync`, cheap to clone.
 ///

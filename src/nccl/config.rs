@@ -8,8 +8,8 @@
 
 use std::ffi::CString;
 
+use crate::nccl::error::Error;
 use crate::nccl::version::Version;
-use crate::Error;
 
 /// `NCCL_CONFIG_UNDEF_INT`: a field left to NCCL's default.
 pub const UNDEF_INT: i32 = i32::MIN;
@@ -215,8 +215,8 @@ impl Config {
     pub fn encode(&self, version: Version) -> Result<ConfigBuffer, Error> {
         let size = config_size(version).ok_or_else(|| Error::Unsupported {
             symbol: "ncclConfig_t",
-            needs: "2.14.0".to_string(),
-            loaded: version.to_string(),
+            needs: Version::new(2, 14, 0),
+            loaded: version,
         })?;
         let mut buf = ConfigBuffer { words: [0; MAX_CONFIG / 8], len: size, strings: Vec::new() };
         buf.put_u64(0, size as u64);
@@ -237,16 +237,12 @@ impl Config {
         let find = |name: &str| FIELDS.iter().find(|f| f.name == name);
         let known = |field: &FieldInfo| -> Result<(), Error> {
             if field.since > version || field.offset >= size {
-                return Err(Error::Unsupported {
-                    symbol: field.name,
-                    needs: field.since.to_string(),
-                    loaded: version.to_string(),
-                });
+                return Err(Error::Unsupported { symbol: field.name, needs: field.since, loaded: version });
             }
             Ok(())
         };
         for (name, value) in &self.ints {
-            let field = find(name).ok_or(Error::InvalidArgument { what: "unknown ncclConfig_t field" })?;
+            let field = find(name).ok_or_else(|| Error::UnknownConfigField { name: name.to_string() })?;
             known(field)?;
             buf.put_u32(field.offset, *value as u32);
         }
@@ -254,8 +250,7 @@ impl Config {
             if let Some(s) = value {
                 let field = find(name).expect("pointer fields are in FIELDS");
                 known(field)?;
-                let c = CString::new(s.as_str())
-                    .map_err(|_| Error::InvalidArgument { what: "config string contains a NUL byte" })?;
+                let c = CString::new(s.as_str()).map_err(|_| Error::NulInConfigString { field: field.name })?;
                 // Stored first, then pointed to: moving a CString (a Box) after taking its
                 // pointer would invalidate the pointer.
                 buf.strings.push(c);

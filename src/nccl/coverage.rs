@@ -3,10 +3,10 @@
 
 use core::fmt;
 
+use crate::nccl::error::Error;
 use crate::nccl::functions::SYMBOLS;
 use crate::nccl::library::Nccl;
 use crate::nccl::version::Flavor;
-use crate::Error;
 
 /// The crate's coverage of one loaded library's public API ([`Nccl::coverage`]).
 #[derive(Clone, Debug, PartialEq, Eq)]

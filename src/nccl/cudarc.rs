@@ -20,7 +20,7 @@
 //! comm.all_reduce_in_place(&mut buf, RedOp::SUM, &stream)?;
 //! let back: Vec<f32> = stream.clone_dtoh(&buf).expect("download");
 //! assert!(back.iter().all(|v| *v == 1.0));
-//! # Ok::<(), nccl_trampoline::Error>(())
+//! # Ok::<(), nccl_trampoline::nccl::Error>(())
 //! ```
 
 use core::ffi::c_void;
@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, SyncOnDrop};
 
+use crate::nccl::error::Error;
 use crate::nccl::{DeviceBuffer, DeviceBufferMut, NcclScalar, Stream};
-use crate::Error;
 
 /// The cudarc stream of `stream`: a slice's accesses are recorded on one.
 fn cudarc_stream(stream: &dyn Stream) -> Result<&CudaStream, Error> {

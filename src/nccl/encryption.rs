@@ -15,7 +15,7 @@
 
 use std::ffi::CString;
 
-use crate::error::Error;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::library::Nccl;
 
@@ -34,12 +34,12 @@ pub enum Encryption {
 pub struct PreSharedKey(Vec<u8>);
 
 impl PreSharedKey {
-    /// The key; [`Error::InvalidArgument`] if it contains a NUL byte (NCCL reads it as a C
+    /// The key; [`Error::ContainsNul`] if it contains a NUL byte (NCCL reads it as a C
     /// string).
     pub fn new(key: impl Into<Vec<u8>>) -> Result<Self, Error> {
         let key = key.into();
         if key.contains(&0) {
-            return Err(Error::InvalidArgument { what: "a pre-shared key must not contain NUL" });
+            return Err(Error::ContainsNul { what: "a pre-shared key" });
         }
         Ok(PreSharedKey(key))
     }
@@ -100,10 +100,9 @@ impl Nccl {
         let key = match encryption {
             Encryption::None => None,
             // A NUL-terminated copy, wiped below.
-            Encryption::PreSharedKey(k) => Some(
-                CString::new(k.0.clone())
-                    .map_err(|_| Error::InvalidArgument { what: "a pre-shared key must not contain NUL" })?,
-            ),
+            Encryption::PreSharedKey(k) => {
+                Some(CString::new(k.0.clone()).map_err(|_| Error::ContainsNul { what: "a pre-shared key" })?)
+            }
         };
         let config = RawEncryptionConfig {
             size: core::mem::size_of::<RawEncryptionConfig>(),

@@ -7,10 +7,11 @@
 
 use core::ffi::{c_char, c_void};
 
+use crate::nccl::error::Error;
 use crate::nccl::library::Nccl;
 use crate::nccl::types::{DataType, MemStat, NcclResult, RedOp, ScalarResidence, UniqueId};
 use crate::nccl::version::Version;
-use crate::{CArgs, CRet, Error, ValueAt};
+use crate::{CArgs, CRet, ValueAt};
 
 /// A communicator handle, `ncclComm_t`.
 type Comm = *mut c_void;
@@ -407,6 +408,6 @@ mod tests {
         assert_eq!((functions.bound(), functions.missing()), (SYMBOLS.len() - 1, vec!["ncclCommRevoke"]));
         // SAFETY: an unbound function calls nothing.
         let missing = unsafe { functions.comm_revoke(core::ptr::null_mut(), 0) };
-        assert!(matches!(missing, Err(Error::SymbolMissing { symbol: "ncclCommRevoke" })), "{missing:?}");
+        assert!(matches!(missing, Err(crate::Error::SymbolMissing { symbol: "ncclCommRevoke" })), "{missing:?}");
     }
 }

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use crate::nccl::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::Shared;
 use crate::nccl::state::Deadline;
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp};
 use crate::nccl::watchdog::OpInfo;
-use crate::Error;
 
 /// An operation the watchdog records once the group has launched it, and its stream.
 type Watched = Option<(OpInfo, *mut c_void)>;
@@ -298,7 +298,7 @@ impl Nccl {
     ///
     /// ```no_run
     /// # use nccl_trampoline::nccl::{Nccl, Communicator, RedOp, DeviceBufferMut, Stream};
-    /// # fn doc<B: DeviceBufferMut<f32>, S: Stream>(nccl: &Nccl, comms: &[Communicator], bufs: &mut [B], streams: &[S]) -> Result<(), nccl_trampoline::Error> {
+    /// # fn doc<B: DeviceBufferMut<f32>, S: Stream>(nccl: &Nccl, comms: &[Communicator], bufs: &mut [B], streams: &[S]) -> Result<(), nccl_trampoline::nccl::Error> {
     /// nccl.group_scope(|g| {
     ///     for ((comm, buf), stream) in comms.iter().zip(bufs.iter_mut()).zip(streams) {
     ///         g.all_reduce_in_place(comm, buf, RedOp::SUM, stream)?;

@@ -10,11 +10,12 @@ use std::sync::{Arc, OnceLock};
 use crate::cuda::Driver;
 
 use crate::nccl::discovery::{self, Candidate, PythonWheel, Source, LIBRARY_ENV};
+use crate::nccl::error::Error;
 use crate::nccl::functions::{since, Function, Functions, Sym, SymInfo, SYMBOLS, SYMBOL_COUNT};
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::{Flavor, Version};
 use crate::symbols::Entry;
-use crate::{Abi, CArgs, Error};
+use crate::{Abi, CArgs};
 
 /// What [`Nccl::discover`] found.
 #[derive(Debug)]
@@ -54,7 +55,7 @@ struct Library {
     version: Version,
     flavor: Flavor,
     /// The CUDA driver, loaded on first use (stream waits, the watchdog, device checks).
-    cuda: OnceLock<Result<Arc<Driver>, Error>>,
+    cuda: OnceLock<Result<Arc<Driver>, crate::cuda::Error>>,
     // Last field: dropped after the entries that point into it.
     _lib: libloading::Library,
 }
@@ -148,7 +149,7 @@ impl Nccl {
     fn native_target() -> Result<(), Error> {
         match Abi::native() {
             Some(_) => Ok(()),
-            None => Err(Error::UnsupportedTarget { target: crate::engine::TARGET }),
+            None => Err(Error::Core(crate::Error::UnsupportedTarget { target: crate::engine::TARGET })),
         }
     }
 
@@ -216,17 +217,14 @@ impl Nccl {
     /// else `libcuda.so.1`) and shared by every communicator of this library. The facade uses
     /// it for stream waits, the watchdog and device checks; without one those features return
     /// this error, and everything else works.
-    pub fn cuda(&self) -> Result<&Arc<Driver>, Error> {
+    pub fn cuda(&self) -> Result<&Arc<Driver>, crate::cuda::Error> {
         self.lib.cuda.get_or_init(|| Driver::load().map(Arc::new)).as_ref().map_err(Clone::clone)
     }
 
     /// Uses `driver` as this library's CUDA driver (instead of loading one on first use).
-    /// Fails with `InvalidArgument` once a driver was loaded or set.
+    /// Fails with [`Error::DriverAlreadyChosen`] once a driver was loaded or set.
     pub fn set_cuda(&self, driver: Driver) -> Result<(), Error> {
-        self.lib
-            .cuda
-            .set(Ok(Arc::new(driver)))
-            .map_err(|_| Error::InvalidArgument { what: "the CUDA driver of this library is already chosen" })
+        self.lib.cuda.set(Ok(Arc::new(driver))).map_err(|_| Error::DriverAlreadyChosen)
     }
 
     /// The CUDA driver if one is loaded or loadable, without reporting why not.
@@ -288,7 +286,8 @@ impl Nccl {
         &self.lib.functions
     }
 
-    /// The error for calling `sym`, which the loaded library lacks.
+    /// The error for calling `sym`, which the loaded library lacks: [`Error::Unsupported`] if the
+    /// library is older than `sym`, [`Error::SymbolMissing`] if it is new enough.
     pub(crate) fn unsupported(&self, sym: Sym) -> Error {
         self.lib.unsupported(sym)
     }
@@ -320,7 +319,7 @@ impl Nccl {
             None => self.error_string(r).unwrap_or_else(|_| "unknown result".to_string()),
         };
         let last_error = self.last_error_for(comm).ok().flatten().unwrap_or_default();
-        Error::Nccl { function: info(sym).name, code: r.0, name, last_error }
+        Error::Nccl { function: info(sym).name, result: r, name, last_error, version: self.version() }
     }
 
     /// The C name of `sym`.
@@ -337,9 +336,9 @@ impl Library {
         if self.version >= needs {
             // New enough, yet without the symbol (a trimmed build, RCCL, a stripped library):
             // saying that a newer version is needed would be false.
-            return Error::SymbolMissing { symbol: i.name };
+            return Error::SymbolMissing { symbol: i.name, since: needs, loaded: self.version };
         }
-        Error::Unsupported { symbol: i.name, needs: needs.to_string(), loaded: self.version.to_string() }
+        Error::Unsupported { symbol: i.name, needs, loaded: self.version }
     }
 }
 
@@ -365,6 +364,12 @@ enum Rejection {
 impl From<Error> for Rejection {
     fn from(e: Error) -> Self {
         Rejection::Failed(e)
+    }
+}
+
+impl From<crate::Error> for Rejection {
+    fn from(e: crate::Error) -> Self {
+        Rejection::Failed(Error::Core(e))
     }
 }
 

@@ -6,11 +6,12 @@ use core::ffi::c_void;
 use core::ptr;
 
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::library::Nccl;
 use crate::nccl::state::{Allow, Deadline};
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp, ScalarResidence};
-use crate::{CArgs, Error};
+use crate::CArgs;
 
 impl Communicator {
     /// Calls `function` on this communicator (under its call lock); `ncclInProgress`

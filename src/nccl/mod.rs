@@ -13,7 +13,7 @@
 //! let comm = Communicator::init_rank(&nccl, 1, &id, 0)?;
 //! assert_eq!(comm.count()?, 1);
 //! comm.destroy()?;
-//! # Ok::<(), nccl_trampoline::Error>(())
+//! # Ok::<(), nccl_trampoline::nccl::Error>(())
 //! ```
 //!
 //! What happens when a peer dies, and what the facade promises then (deadlines, abort from any
@@ -30,6 +30,7 @@ mod create;
 pub mod cudarc;
 mod discovery;
 mod encryption;
+mod error;
 mod functions;
 mod group;
 mod library;
@@ -53,6 +54,7 @@ pub use coverage::Coverage;
 pub use create::{CommOptions, Pending, ShrinkMode};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
 pub use encryption::{Encryption, PreSharedKey};
+pub use error::{Error, OsError};
 pub use functions::Sym;
 pub use group::{Group, GroupScope};
 pub use library::{Discovery, Nccl};

@@ -16,7 +16,7 @@
 use core::ffi::{c_char, c_void, CStr};
 use std::ffi::CString;
 
-use crate::error::Error;
+use crate::nccl::error::Error;
 use crate::nccl::functions::{Function, Sym};
 use crate::nccl::library::Nccl;
 use crate::nccl::types::NcclResult;
@@ -39,7 +39,7 @@ unsafe impl Sync for Param<'_> {}
 mod sealed {
     /// Reads a parameter with the getter of the implementing type.
     pub trait Sealed: Sized {
-        fn read(p: &super::Param<'_>) -> Result<Self, crate::Error>;
+        fn read(p: &super::Param<'_>) -> Result<Self, crate::nccl::error::Error>;
     }
 }
 
@@ -76,7 +76,7 @@ param_values! {
 const MAX_RAW: usize = 1 << 16;
 
 fn key_cstring(key: &str) -> Result<CString, Error> {
-    CString::new(key).map_err(|_| Error::InvalidArgument { what: "a parameter key must not contain NUL" })
+    CString::new(key).map_err(|_| Error::ContainsNul { what: "a parameter key" })
 }
 
 impl Nccl {

@@ -9,8 +9,8 @@
 //! as 2.29.7's) or the loaded library's version if older, and hands NCCL a buffer larger than
 //! either layout, so a library that writes more than it should writes into owned memory.
 
-use crate::error::Error;
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::state::Allow;
 use crate::nccl::version::Version;

@@ -7,7 +7,7 @@
 //! caller's `size` bytes (NCCL v2.30.7-1 src/group.cc:792-800, :864). The struct has not grown
 //! since 2.22 (`ncclSimInfo_v22200` in 2.32.3's nccl.h), so one layout serves every version.
 
-use crate::error::Error;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::group::Group;
 use crate::nccl::library::Nccl;

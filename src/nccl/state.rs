@@ -63,7 +63,7 @@ impl Deadline {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Cause {
-    /// [`Communicator::abort`] or an [`AbortHandle`].
+    /// [`Communicator::abort`](crate::nccl::Communicator::abort) or an [`AbortHandle`](crate::nccl::AbortHandle).
     Requested,
     /// The watchdog found an operation that did not finish in time, or an asynchronous error.
     Watchdog(Box<WatchdogReport>),

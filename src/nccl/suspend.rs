@@ -7,8 +7,8 @@
 //! operation timeout, as for revoke. NCCL refuses both with `ncclInvalidUsage` where its memory
 //! manager is disabled or shared by a split (:938-948, :980-990).
 
-use crate::error::Error;
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::state::{Allow, Deadline};
 use crate::nccl::types::{MemStat, NcclResult};

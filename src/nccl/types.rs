@@ -5,7 +5,8 @@ use core::fmt;
 
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
-use crate::{Aggregate, CArg, CRet, Error, Type};
+use crate::nccl::error::Error;
+use crate::{Aggregate, CArg, CRet, Type};
 
 /// `ncclResult_t`: an open newtype, so a code from a newer NCCL is kept, never mistaken for
 /// success.

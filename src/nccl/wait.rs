@@ -4,10 +4,10 @@
 use crate::cuda::Backoff;
 use crate::nccl::buffers::Stream;
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::state::{Cause, CommState, Deadline};
 use crate::nccl::types::NcclResult;
-use crate::Error;
 
 impl Communicator {
     /// Waits until the work queued on `stream` so far has run, within the operation timeout.
@@ -35,7 +35,7 @@ impl Communicator {
         let event = driver.event()?;
         // SAFETY: the `Stream` contract: a live stream of this device (current context).
         let recorded = unsafe { event.record(stream.as_raw()) };
-        let result = recorded.and_then(|()| {
+        let result = recorded.map_err(Error::from).and_then(|()| {
             let mut backoff = Backoff::new();
             let mut polls = 0u32;
             loop {

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use crate::cuda::{Context, Driver};
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::shared::Shared;
 use crate::nccl::state::{Cause, Deadline};
 use crate::nccl::types::{DataType, NcclResult};
-use crate::Error;
 
 /// What the watchdog does when an operation does not finish in time or NCCL reports an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,7 +193,7 @@ impl Watchdog {
         // SAFETY: a live event and the stream the operation was just enqueued on.
         if let Err(e) = unsafe { self.driver.event_record_raw(event, stream) } {
             inner.spare.push(event);
-            return Err(e);
+            return Err(e.into());
         }
         inner.next += 1;
         let sequence = inner.next;
@@ -214,7 +214,7 @@ impl Watchdog {
         if switch {
             self.driver.set_current(before)?;
         }
-        event
+        Ok(event?)
     }
 
     /// Stops watching; the thread exits at its next look and destroys the events (only that
@@ -271,7 +271,7 @@ impl Watchdog {
                 // front that is still this operation is late.
                 Ok(false) if self.lock().queue.front().map(|f| f.sequence) != Some(sequence) => continue,
                 Ok(false) => return Some(report(&t, Problem::NotFinished)),
-                Err(Error::Cuda { code, .. }) => return Some(report(&t, Problem::Cuda { code })),
+                Err(crate::cuda::Error::Driver { code, .. }) => return Some(report(&t, Problem::Cuda { code })),
                 Err(_) => return Some(report(&t, Problem::Cuda { code: -1 })),
             }
         }
@@ -414,16 +414,13 @@ impl Communicator {
                 return Err(e);
             }
         }
-        self.shared
-            .watchdog
-            .set(Arc::clone(&dog))
-            .map_err(|_| Error::InvalidArgument { what: "the watchdog is already running" })?;
+        self.shared.watchdog.set(Arc::clone(&dog)).map_err(|_| Error::WatchdogRunning)?;
         let shared = Arc::downgrade(&self.shared);
         let theirs = Arc::clone(&dog);
         std::thread::Builder::new()
             .name("nccl-watchdog".into())
             .spawn(move || theirs.run(shared))
-            .map_err(|_| Error::InvalidArgument { what: "cannot start the watchdog thread" })?;
+            .map_err(|e| Error::Thread { name: "nccl-watchdog", source: e.into() })?;
         Ok(())
     }
 

@@ -727,8 +727,12 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 #endif
 
 #if AT_LEAST(21901)
+/* FAKE_WITHOUT_MEM_ALLOC: a build new enough for ncclMemAlloc/ncclMemFree that leaves them out
+ * (as a library built without them, or a partial port, would). */
+#ifndef FAKE_WITHOUT_MEM_ALLOC
 ncclResult_t ncclMemAlloc(void **ptr, size_t size) { name("ncclMemAlloc"); ARG(size); *ptr = malloc(size); return result(); }
 ncclResult_t ncclMemFree(void *ptr) { name("ncclMemFree"); free(ptr); return result(); }
+#endif
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
     name("ncclCommRegister"); ARG(live(comm)->rank); ARG(buff); ARG(size); *handle = (void *)0x4855; return result();
 }

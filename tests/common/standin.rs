@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use nccl_trampoline::cuda::Driver;
+use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{DeviceBuffer, DeviceBufferMut, Nccl, Stream, UniqueId};
-use nccl_trampoline::Error;
 
 /// Every stand-in NCCL build: 2.32.3, 2.18.3, 2.17.1 (late init write), 2.7.8.
 pub const VERSIONS: [u32; 4] = [23203, 21803, 21701, 2708];

@@ -3,14 +3,32 @@
 //! it as `nccl-trampoline: <message>` and exits with [`Error::exit_code`].
 //!
 //! The library's errors are held as [`LibraryError`] (their `source()`): the one place that
-//! names the library's error type.
+//! names the library's error types, one per layer (docs/adr/0019-errors-per-layer.md).
 
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 
-/// The library's error, as the command receives it from every call it makes.
-pub type LibraryError = nccl_trampoline::Error;
+/// The library's error, from whichever of its layers failed: each printed as itself, and kept
+/// as the `source()` of the command's error.
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryError {
+    /// The call core (plans, bindings, calls).
+    #[error(transparent)]
+    Core(#[from] nccl_trampoline::Error),
+    /// The NCCL facade.
+    #[error(transparent)]
+    Nccl(#[from] nccl_trampoline::nccl::Error),
+    /// The CUDA driver.
+    #[error(transparent)]
+    Cuda(#[from] nccl_trampoline::cuda::Error),
+    /// The launchers' variables, the unique id's route, MPI.
+    #[error(transparent)]
+    Launch(#[from] nccl_trampoline::launch::Error),
+    /// The unique id's rendezvous.
+    #[error(transparent)]
+    Rendezvous(#[from] nccl_trampoline::nccl::rendezvous::Error),
+}
 
 /// Why a command stopped before its end.
 #[derive(Debug, thiserror::Error)]

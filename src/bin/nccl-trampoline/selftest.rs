@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::path::PathBuf;
 
 use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, RedOp, UNIQUE_ID_BYTES};
-use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Error, Signature, Type};
+use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Signature, Type};
 
 use crate::cuda::Driver;
 use crate::error::{Error as CliError, GpuStep, LibraryError};
@@ -222,7 +222,7 @@ fn library(args: &Args, report: &mut Report) -> Option<Nccl> {
     };
     let nccl = match loaded {
         Ok(n) => n,
-        Err(Error::LibraryNotFound { .. }) if args.library.is_none() => {
+        Err(nccl_trampoline::nccl::Error::LibraryNotFound { .. }) if args.library.is_none() => {
             report.skip(&format!(
                 "no NCCL found ({} candidates tried; `nccl-trampoline doctor` lists them)",
                 Nccl::candidates().len()
@@ -257,7 +257,8 @@ fn library(args: &Args, report: &mut Report) -> Option<Nccl> {
     // An invalid device: NCCL itself must reject it (ncclInvalidArgument, or
     // ncclUnhandledCudaError without a GPU) and the error must carry its name.
     match Communicator::init_all(&nccl, &[-1]) {
-        Err(Error::Nccl { function, code, name, .. }) => {
+        Err(nccl_trampoline::nccl::Error::Nccl { function, result, name, .. }) => {
+            let code = result.0;
             report.check(
                 function == "ncclCommInitAll" && [1, 4, 5].contains(&code) && !name.is_empty(),
                 &format!("NCCL's own error for device -1: {function} -> {name} ({code})"),
@@ -299,17 +300,17 @@ fn value(rank: usize, i: usize) -> f32 {
 }
 
 /// The error of a CUDA `step` on `device` (rank and device are one here).
-fn gpu(device: i32, step: GpuStep) -> impl Fn(LibraryError) -> CliError {
-    move |source| CliError::Gpu { rank: device as usize, device, step, source }
+fn gpu<E: Into<LibraryError>>(device: i32, step: GpuStep) -> impl Fn(E) -> CliError {
+    move |source| CliError::Gpu { rank: device as usize, device, step, source: source.into() }
 }
 
-fn collective(source: LibraryError) -> CliError {
-    CliError::Collective { source }
+fn collective(source: impl Into<LibraryError>) -> CliError {
+    CliError::Collective { source: source.into() }
 }
 
 fn all_reduce_on_all(nccl: &Nccl, driver: &Driver, n: i32, count: usize) -> Result<usize, CliError> {
     let devices: Vec<i32> = (0..n).collect();
-    let comms = Communicator::init_all(nccl, &devices).map_err(|source| CliError::InitAll { source })?;
+    let comms = Communicator::init_all(nccl, &devices).map_err(|source| CliError::InitAll { source: source.into() })?;
     let mut buffers = Vec::new();
     for &d in &devices {
         driver.activate(d).map_err(gpu(d, GpuStep::Activate))?;

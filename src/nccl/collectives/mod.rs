@@ -10,6 +10,7 @@ use core::ffi::c_void;
 
 use crate::nccl::buffers::CUDA_STREAM_PER_THREAD;
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::group;
 use crate::nccl::library::Nccl;
@@ -17,7 +18,6 @@ use crate::nccl::state::{Allow, Deadline};
 use crate::nccl::types::{DataType, NcclResult, RedOp};
 use crate::nccl::watchdog::OpInfo;
 use crate::typed::CArgs;
-use crate::Error;
 
 /// The raw entry points: one line each gives the method, the function of the NCCL table it
 /// calls (`nccl::functions`, whose declared types the arguments must have: a mismatch does not
@@ -138,7 +138,7 @@ impl Communicator {
         let shared = &self.shared;
         let sym = function.sym();
         if shared.is_nonblocking() && stream as usize == CUDA_STREAM_PER_THREAD {
-            return Err(Error::InvalidArgument { what: "cudaStreamPerThread with a non-blocking communicator" });
+            return Err(Error::PerThreadStream { operation: Nccl::name(sym) });
         }
         let mut guard = shared.enter(Nccl::name(sym), Allow::Ready)?;
         // SAFETY: the caller's contract; the handle is live while the call lock is held.

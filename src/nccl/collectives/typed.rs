@@ -5,9 +5,9 @@ use core::ffi::c_void;
 
 use crate::nccl::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
 use crate::nccl::communicator::Communicator;
+use crate::nccl::error::Error;
 use crate::nccl::group;
 use crate::nccl::types::{NcclScalar, RedOp};
-use crate::Error;
 
 impl Communicator {
     /// The safe forms' checks: the stream's and each buffer's device is the communicator's, and
@@ -34,7 +34,7 @@ impl Communicator {
 
     fn ranks(&self) -> Result<usize, Error> {
         usize::try_from(self.count()?)
-            .map_err(|_| Error::InvalidArgument { what: "ncclCommCount gave a negative count" })
+            .map_err(|_| Error::ImpossibleOutput { function: "ncclCommCount", what: "a negative count" })
     }
 
     /// All-reduce of typed device buffers; `recv` must hold at least `send.len()` elements.

@@ -12,10 +12,10 @@
 
 use std::sync::Arc;
 
-use crate::error::Error;
 use crate::nccl::communicator::Communicator;
 use crate::nccl::create::pending::Pending;
 use crate::nccl::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::group::refuse_in_group;
 use crate::nccl::library::Nccl;
@@ -36,7 +36,7 @@ impl Communicator {
         options: &CommOptions,
     ) -> Result<Self, Error> {
         let made = Self::begin_init_rank_scalable(nccl, nranks, rank, ids, options)?.wait()?;
-        made.ok_or(Error::InvalidArgument { what: "NCCL returned no communicator" })
+        made.ok_or(Error::ImpossibleOutput { function: "ncclCommInitRankScalable", what: "no communicator" })
     }
 
     /// Starts a scalable init and returns at once; finish it with [`Pending::wait`].
@@ -48,9 +48,9 @@ impl Communicator {
         options: &CommOptions,
     ) -> Result<Pending<'static>, Error> {
         check_rank(nranks, rank)?;
-        let n_ids = i32::try_from(ids.len()).map_err(|_| Error::InvalidArgument { what: "too many unique ids" })?;
+        let n_ids = i32::try_from(ids.len()).map_err(|_| Error::TooMany { what: "unique ids", count: ids.len() })?;
         if n_ids < 1 || n_ids > nranks {
-            return Err(Error::InvalidArgument { what: "scalable init needs between 1 and nranks unique ids" });
+            return Err(Error::UniqueIdCount { count: ids.len(), nranks });
         }
         refuse_in_group("ncclCommInitRankScalable")?;
         if !nccl.has_sym(Sym::CommInitRankScalable) {
@@ -102,7 +102,7 @@ impl Communicator {
     /// inherits this one's timeouts. This communicator stays usable.
     pub fn grow(&self, nranks: i32, id: Option<&UniqueId>, options: &CommOptions) -> Result<Communicator, Error> {
         let made = self.start_grow(nranks, id, options)?.wait()?;
-        made.ok_or(Error::InvalidArgument { what: "NCCL returned no communicator" })
+        made.ok_or(Error::ImpossibleOutput { function: "ncclCommGrow", what: "no communicator" })
     }
 
     /// Starts a grow and returns at once; this communicator stays borrowed until it finishes.
@@ -122,8 +122,9 @@ impl Communicator {
         if !nccl.has_sym(Sym::CommGrow) {
             return Err(nccl.unsupported(Sym::CommGrow));
         }
-        if nranks <= self.count()? {
-            return Err(Error::InvalidArgument { what: "grow needs more ranks than the communicator has" });
+        let current = self.count()?;
+        if nranks <= current {
+            return Err(Error::GrowNotLarger { nranks, current });
         }
         let (child, timeouts, mut args) = self.child_of(options)?;
         let parent = Arc::clone(&self.shared);
@@ -152,7 +153,7 @@ impl Communicator {
         options: &CommOptions,
     ) -> Result<Communicator, Error> {
         let made = Self::begin_join_grow(nccl, nranks, id, rank, options)?.wait()?;
-        made.ok_or(Error::InvalidArgument { what: "NCCL returned no communicator" })
+        made.ok_or(Error::ImpossibleOutput { function: "ncclCommGrow", what: "no communicator" })
     }
 
     /// Starts joining a grow and returns at once.

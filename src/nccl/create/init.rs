@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::error::Error;
 use crate::nccl::communicator::Communicator;
 use crate::nccl::config::Config;
 use crate::nccl::create::pending::Pending;
 use crate::nccl::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::group::refuse_in_group;
 use crate::nccl::library::Nccl;
@@ -45,7 +45,10 @@ impl Communicator {
         options: &CommOptions,
     ) -> Result<Self, Error> {
         let made = Self::begin_init_rank(nccl, nranks, id, rank, options)?.wait()?;
-        made.ok_or(Error::InvalidArgument { what: "NCCL returned no communicator" })
+        made.ok_or(Error::ImpossibleOutput {
+            function: if options.config.is_some() { "ncclCommInitRankConfig" } else { "ncclCommInitRank" },
+            what: "no communicator",
+        })
     }
 
     /// Starts an init and returns at once (the call runs on its own thread); finish it with
@@ -102,9 +105,9 @@ impl Communicator {
 
     /// `ncclCommInitAll` with timeouts.
     pub fn init_all_with(nccl: &Nccl, devices: &[i32], timeouts: Timeouts) -> Result<Vec<Self>, Error> {
-        let n = i32::try_from(devices.len()).map_err(|_| Error::InvalidArgument { what: "too many devices" })?;
+        let n = i32::try_from(devices.len()).map_err(|_| Error::TooMany { what: "devices", count: devices.len() })?;
         if n == 0 {
-            return Err(Error::InvalidArgument { what: "init_all needs at least one device" });
+            return Err(Error::Empty { operation: "ncclCommInitAll", what: "device" });
         }
         refuse_in_group("ncclCommInitAll")?;
         let nonblocking = predicted_nonblocking(nccl.version(), None);

@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Error;
 use crate::nccl::config::{Config, ConfigBuffer};
+use crate::nccl::error::Error;
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::Shared;
 use crate::nccl::state::Timeouts;
@@ -121,7 +121,7 @@ impl CallArgs {
 
 pub(super) fn check_rank(nranks: i32, rank: i32) -> Result<(), Error> {
     if nranks < 1 || rank < 0 || rank >= nranks {
-        return Err(Error::InvalidArgument { what: "rank must be in 0..nranks and nranks at least 1" });
+        return Err(Error::RankOutOfRange { rank, nranks });
     }
     Ok(())
 }

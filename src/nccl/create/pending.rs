@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cuda::Backoff;
-use crate::error::Error;
 use crate::nccl::bounded::{spawn_bounded, BoundedCall};
 use crate::nccl::communicator::{AbortHandle, Communicator};
 use crate::nccl::create::Slots;
+use crate::nccl::error::Error;
 use crate::nccl::functions::{Function, Sym};
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::Shared;
@@ -220,7 +220,7 @@ impl<'p> Pending<'p> {
                     self.stage = Stage::Done;
                     abort_made(&self.slots, &self.children);
                     let code = match &e {
-                        Error::Nccl { code, .. } => NcclResult(*code),
+                        Error::Nccl { result, .. } => *result,
                         _ => NcclResult::INTERNAL_ERROR,
                     };
                     for p in &self.parents {

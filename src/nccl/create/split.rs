@@ -4,11 +4,11 @@
 use core::ptr;
 use std::sync::Arc;
 
-use crate::error::Error;
 use crate::nccl::communicator::Communicator;
 use crate::nccl::config::Config;
 use crate::nccl::create::pending::Pending;
 use crate::nccl::create::{predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::group::refuse_in_group;
 use crate::nccl::library::Nccl;
@@ -99,7 +99,7 @@ impl Communicator {
     /// `ncclCommShrink` with options.
     pub fn shrink_with(&self, exclude: &[i32], mode: ShrinkMode, options: &CommOptions) -> Result<Communicator, Error> {
         let made = self.start_shrink(exclude, mode, options)?.wait()?;
-        made.ok_or(Error::InvalidArgument { what: "NCCL returned no communicator" })
+        made.ok_or(Error::ImpossibleOutput { function: "ncclCommShrink", what: "no communicator" })
     }
 
     /// Starts a shrink and returns at once; the parent stays borrowed until it finishes.
@@ -114,10 +114,10 @@ impl Communicator {
 
     fn start_shrink(&self, exclude: &[i32], mode: ShrinkMode, options: &CommOptions) -> Result<Pending<'_>, Error> {
         refuse_in_group("ncclCommShrink")?;
-        let count =
-            i32::try_from(exclude.len()).map_err(|_| Error::InvalidArgument { what: "too many ranks to exclude" })?;
+        let count = i32::try_from(exclude.len())
+            .map_err(|_| Error::TooMany { what: "ranks to exclude", count: exclude.len() })?;
         if count == 0 {
-            return Err(Error::InvalidArgument { what: "shrink needs at least one rank to exclude" });
+            return Err(Error::Empty { operation: "ncclCommShrink", what: "rank to exclude" });
         }
         self.shared.enter("ncclCommShrink", Allow::Recovery).map(drop)?;
         let nccl = self.shared.nccl.clone();
@@ -185,7 +185,7 @@ impl Nccl {
         refuse_in_group("ncclCommSplit")?;
         let Some((first, _, _)) = parts.first() else { return Ok(Vec::new()) };
         if parts.iter().any(|(p, _, _)| !p.shared.nccl.same(self)) {
-            return Err(Error::InvalidArgument { what: "split_all: every parent must come from this library" });
+            return Err(Error::ForeignCommunicator { operation: "split_all" });
         }
         let mut options = CommOptions::new().timeouts(first.timeouts());
         if let Some(c) = config {

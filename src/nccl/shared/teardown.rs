@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::nccl::bounded::run_bounded;
+use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::functions::{Function, Functions};
 use crate::nccl::library::Nccl;
 use crate::nccl::state::{Cause, CommState, Deadline};
 use crate::nccl::types::NcclResult;
-use crate::Error;
 
 use super::{CallGuard, Shared};
 

@@ -5,8 +5,8 @@
 use std::ffi::c_void;
 
 use clap::ValueEnum;
+use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Communicator, DataType, Nccl, RedOp};
-use nccl_trampoline::Error;
 
 /// A collective, named as nccl-tests' binaries are (`all_reduce` for `all_reduce_perf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -109,10 +109,11 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     }
     let plan = Plan::new(args, world.size() as usize)?;
     let nccl = load(args)?;
-    let driver = Driver::load().map_err(|source| Error::NoCudaDriver { source })?;
+    let driver = Driver::load().map_err(|source| Error::NoCudaDriver { source: source.into() })?;
     let me = world.rank() as usize;
-    let comm = world.communicator(&nccl, JOIN_TIMEOUT).map_err(|source| Error::Join { rank: me, source })?;
-    let device = comm.cu_device().map_err(|source| Error::Join { rank: me, source })?;
+    let comm =
+        world.communicator(&nccl, JOIN_TIMEOUT).map_err(|source| Error::Join { rank: me, source: source.into() })?;
+    let device = comm.cu_device().map_err(|source| Error::Join { rank: me, source: source.into() })?;
     let ranks = Ranks::new(&nccl, &driver, vec![(comm, device, me)], &plan, args.watchdog)?;
     let info = driver.device_info(device).ok();
     let (name, bus) = info.map_or(("?".into(), "?".into()), |d| (d.name, d.pci_bus_id));
@@ -142,7 +143,7 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
 /// A free port on loopback, for the ranks' rendezvous.
 fn free_port() -> Result<u16, Error> {
     let port = std::net::TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).map(|a| a.port());
-    port.map_err(|source| Error::NoFreePort { source })
+    port.map_err(|source| Error::NoFreePort { source: source.into() })
 }
 
 /// `--procs N`: starts N ranks on this host, as a launcher would (the crate's own variables,
@@ -150,9 +151,9 @@ fn free_port() -> Result<u16, Error> {
 pub fn start_procs(args: &Args) -> Result<bool, Error> {
     let n = args.procs;
     prepare(args, n as usize, "--procs")?;
-    let secret = RendezvousKey::random_secret().map_err(|source| Error::Secret { source })?;
+    let secret = RendezvousKey::random_secret().map_err(|source| Error::Secret { source: source.into() })?;
     let port = free_port()?.to_string();
-    let exe = std::env::current_exe().map_err(|source| Error::CurrentExe { source })?;
+    let exe = std::env::current_exe().map_err(|source| Error::CurrentExe { source: source.into() })?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut children: Vec<Child> = Vec::new();
     for r in 0..n {
@@ -183,7 +184,7 @@ pub fn start_procs(args: &Args) -> Result<bool, Error> {
     loop {
         for (r, c) in children.iter_mut().enumerate() {
             if status[r].is_none() {
-                status[r] = c.try_wait().map_err(|source| Error::Wait { rank: r, source })?;
+                status[r] = c.try_wait().map_err(|source| Error::Wait { rank: r, source: source.into() })?;
             }
         }
         if let Some(r) = status.iter().position(|s| s.is_some_and(|s| !s.success())) {

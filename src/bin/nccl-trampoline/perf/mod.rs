@@ -35,16 +35,16 @@ fn load(args: &Args) -> Result<Nccl, Error> {
         Some(p) => Nccl::load_from(p),
         None => Nccl::load(),
     }
-    .map_err(|source| Error::NcclLoad { source })
+    .map_err(|source| Error::NcclLoad { source: source.into() })
 }
 
 /// Checks the options (a usage error), loads NCCL and the CUDA driver, and checks that
 /// `nranks` GPUs are visible (`option` names the option that asked for them).
 fn prepare(args: &Args, nranks: usize, option: &'static str) -> Result<(Plan, Nccl, Driver), Error> {
     let plan = Plan::new(args, nranks)?;
-    let driver = Driver::load().map_err(|source| Error::NoCudaDriver { source })?;
+    let driver = Driver::load().map_err(|source| Error::NoCudaDriver { source: source.into() })?;
     let nccl = load(args)?;
-    let visible = driver.device_count().map_err(|source| Error::DeviceCount { source })? as usize;
+    let visible = driver.device_count().map_err(|source| Error::DeviceCount { source: source.into() })? as usize;
     if visible < nranks {
         return Err(Error::TooFewGpus { option, wanted: nranks, visible });
     }
@@ -54,7 +54,7 @@ fn prepare(args: &Args, nranks: usize, option: &'static str) -> Result<(Plan, Nc
 /// `perf`: a sweep over this process's GPUs, or one rank of a launched job.
 pub fn run(args: &Args) -> Result<bool, Error> {
     // A rank of a job: started by a launcher, or by --procs.
-    let world = nccl_trampoline::launch::World::from_env().map_err(|source| Error::World { source })?;
+    let world = nccl_trampoline::launch::World::from_env().map_err(|source| Error::World { source: source.into() })?;
     if world.size() > 1 || args.procs_rank {
         return launched::rank(args, &world);
     }
@@ -64,7 +64,7 @@ pub fn run(args: &Args) -> Result<bool, Error> {
     let nranks = args.ngpus as usize;
     let (plan, nccl, driver) = prepare(args, nranks, "-g")?;
     let devices: Vec<i32> = (0..nranks as i32).collect();
-    let comms = Communicator::init_all(&nccl, &devices).map_err(|source| Error::InitAll { source })?;
+    let comms = Communicator::init_all(&nccl, &devices).map_err(|source| Error::InitAll { source: source.into() })?;
     let comms = comms.into_iter().zip(devices.iter()).enumerate().map(|(g, (c, d))| (c, *d, g)).collect();
     let ranks = Ranks::new(&nccl, &driver, comms, &plan, args.watchdog)?;
     let host = launched::hostname();

@@ -46,14 +46,14 @@ impl<'d, 'n> Ranks<'d, 'n> {
         let bytes = buffer_bytes(plan);
         let mut ranks = Vec::new();
         for (comm, device, global) in comms {
-            let gpu = |step| move |source| Error::Gpu { rank: global, device, step, source };
-            driver.activate(device).map_err(gpu(GpuStep::Activate))?;
+            let gpu = |step| move |source: LibraryError| Error::Gpu { rank: global, device, step, source };
+            driver.activate(device).map_err(|e| gpu(GpuStep::Activate)(e.into()))?;
             if let Some(timeout) = watchdog {
-                comm.start_watchdog(WatchdogConfig::new(timeout)).map_err(gpu(GpuStep::Watchdog))?;
+                comm.start_watchdog(WatchdogConfig::new(timeout)).map_err(|e| gpu(GpuStep::Watchdog)(e.into()))?;
             }
-            let send = driver.alloc(bytes).map_err(gpu(GpuStep::Alloc))?;
-            let recv = driver.alloc(bytes).map_err(gpu(GpuStep::Alloc))?;
-            let stream = driver.stream().map_err(gpu(GpuStep::Stream))?;
+            let send = driver.alloc(bytes).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
+            let recv = driver.alloc(bytes).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
+            let stream = driver.stream().map_err(|e| gpu(GpuStep::Stream)(e.into()))?;
             ranks.push(Rank { comm, device, global, send, recv, stream });
         }
         Ok(Ranks { nccl, driver, ranks, nranks: plan.nranks, native: plan.collective.native_in(nccl) })
@@ -227,15 +227,15 @@ impl<'d, 'n> Ranks<'d, 'n> {
 
 impl Rank<'_> {
     /// The error of a CUDA `step` of this rank.
-    fn error(&self, step: GpuStep) -> impl Fn(LibraryError) -> Error {
+    fn error<E: Into<LibraryError>>(&self, step: GpuStep) -> impl Fn(E) -> Error {
         let (rank, device) = (self.global, self.device);
-        move |source| Error::Gpu { rank, device, step, source }
+        move |source| Error::Gpu { rank, device, step, source: source.into() }
     }
 }
 
 /// The error of a collective or a group.
-fn collective(source: LibraryError) -> Error {
-    Error::Collective { source }
+fn collective(source: impl Into<LibraryError>) -> Error {
+    Error::Collective { source: source.into() }
 }
 
 fn buffers(r: &Rank<'_>, l: &Layout, elem: Elem, in_place: bool) -> (*mut c_void, *mut c_void) {
