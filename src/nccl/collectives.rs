@@ -212,7 +212,7 @@ impl Communicator {
     ///
     /// NCCL's contract for `function` holds for the arguments `args` makes (buffers, stream).
     #[inline(always)]
-    unsafe fn enqueue<A: CArgs>(
+    pub(crate) unsafe fn enqueue<A: CArgs>(
         &self,
         function: &Function<A, NcclResult>,
         args: impl FnOnce(*mut c_void) -> A,
@@ -249,7 +249,7 @@ impl Communicator {
 
     /// The safe forms' checks: the stream's and each buffer's device is the communicator's, and
     /// a buffer bound to a stream is used on that stream.
-    fn check_access(
+    pub(crate) fn check_access(
         &self,
         stream: &dyn Stream,
         buffers: &[(&'static str, Option<i32>, Option<*mut c_void>)],

@@ -20,29 +20,40 @@
 //! thread, the watchdog, `Drop`), is docs/adr/0009-fault-model.md.
 
 mod bounded;
+mod collective_config;
 mod collectives;
 mod communicator;
 mod config;
 mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
+mod device_api;
 mod discovery;
 mod functions;
 mod group;
 mod library;
 mod memory;
+mod one_sided;
 pub mod rendezvous;
+mod team;
 mod types;
 mod watchdog;
 
+pub use collective_config::{coll_config_fields, coll_config_size, CollConfig, CollConfigBuffer};
 pub use collectives::{DeviceBuffer, DeviceBufferMut, Stream};
 pub use communicator::{AbortHandle, Cause, CommState, Communicator, Timeouts};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use create::{CommOptions, Pending, ShrinkMode};
+pub use device_api::{
+    DevResourceRequirements, GinBarrierHandle, LeInfo, LlA2aHandle, LsaBarrierHandle, MultimemHandle,
+    ResourceRequirement,
+};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
 pub use group::{Group, GroupScope};
 pub use library::{Discovery, Flavor, Nccl, Version};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};
+pub use one_sided::WaitSignalDesc;
+pub use team::{CftTeamMode, Team};
 pub use types::{DataType, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
 pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};
 
