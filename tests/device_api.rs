@@ -17,6 +17,10 @@ use nccl_trampoline::nccl::{
 };
 use nccl_trampoline::Error;
 
+fn stream_of(raw: usize) -> FakeStream {
+    FakeStream::new(raw)
+}
+
 fn team_bytes(t: &Team) -> Vec<u8> {
     [t.n_ranks, t.rank, t.stride].iter().flat_map(|v| v.to_ne_bytes()).collect()
 }
@@ -330,6 +334,54 @@ fn per_collective_configs_are_written_for_the_loaded_version() {
         let b = encoded.as_bytes();
         assert_eq!(u32::from_ne_bytes(b[12..16].try_into().unwrap()), code, "version = the loaded library's code");
 
+        // The safe forms: the same records, with the buffers' lengths and checks.
+        let (src, mut dst) = (HostBuf::new(vec![0.0; 6]), HostBuf::new(vec![0.0; 12]));
+        let (sa, da) = (src.0.as_ptr() as usize, dst.0.as_ptr() as usize);
+        let mut half = HostBuf::new(vec![0.0; 6]);
+        let ha = half.0.as_ptr() as usize;
+        log.reset();
+        comm.all_gather_config(&src, &mut dst, &config, &stream_of(st)).unwrap();
+        comm.reduce_scatter_config(&dst, &mut half, sum, &config, &stream_of(st)).unwrap();
+        assert_eq!(
+            log.bytes(),
+            [
+                cfg(Expect::default().name("ncclAllGatherConfig").usize(sa).usize(da).usize(6).i32(f32t.0)).0,
+                cfg(Expect::default()
+                    .name("ncclReduceScatterConfig")
+                    .usize(da)
+                    .usize(ha)
+                    .usize(6)
+                    .i32(f32t.0)
+                    .i32(sum.0))
+                .0,
+            ]
+            .concat()
+        );
+        log.reset();
+        comm.broadcast_config(&mut dst, 1, &config, &stream_of(st)).unwrap();
+        assert_eq!(
+            log.bytes(),
+            cfg(Expect::default().name("ncclBroadcastConfig").usize(da).usize(da).usize(12).i32(f32t.0).i32(1)).0
+        );
+        log.reset();
+        comm.all_reduce_config(&src, &mut dst, RedOp::MAX, &config, &stream_of(st)).unwrap();
+        assert_eq!(
+            log.bytes(),
+            cfg(Expect::default()
+                .name("ncclAllReduceConfig")
+                .usize(sa)
+                .usize(da)
+                .usize(6)
+                .i32(f32t.0)
+                .i32(RedOp::MAX.0))
+            .0
+        );
+        let err = comm.all_gather_config(&dst, &mut HostBuf::new(vec![0.0; 12]), &config, &stream_of(st)).unwrap_err();
+        assert!(matches!(err, Error::LengthMismatch { .. }), "{err}");
+        let with_event = CollConfig::new().launch_completion_event(8 as *mut c_void);
+        let err = comm.all_reduce_config(&src, &mut dst, sum, &with_event, &stream_of(st)).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+
         // A field the loaded library does not know is refused before anything is called.
         log.reset();
         let event = CollConfig::new().launch_completion_event(0x4556 as *mut c_void);
@@ -382,6 +434,15 @@ fn older_libraries_answer_unsupported_for_each_new_call() {
             unsupported(comm.gather_config_raw(sp, dp, 1, t, 0, &cfg, st), "ncclGatherConfig", "2.31.2");
             unsupported(comm.scatter_config_raw(sp, dp, 1, t, 0, &cfg, st), "ncclScatterConfig", "2.31.2");
         }
+        let (src, mut dst) = (HostBuf::new(vec![0.0; 2]), HostBuf::new(vec![0.0; 4]));
+        unsupported(comm.all_reduce_config(&src, &mut dst, op, &cfg, &stream), "ncclAllReduceConfig", "2.31.2");
+        unsupported(comm.broadcast_config(&mut dst, 0, &cfg, &stream), "ncclBroadcastConfig", "2.31.2");
+        unsupported(comm.all_gather_config(&src, &mut dst, &cfg, &stream), "ncclAllGatherConfig", "2.31.2");
+        unsupported(
+            comm.reduce_scatter_config(&dst, &mut dst_half(), op, &cfg, &stream),
+            "ncclReduceScatterConfig",
+            "2.31.2",
+        );
         unsupported(comm.signal(1, 0, 0, &stream), "ncclSignal", "2.29.2");
         unsupported(comm.wait_signal(&[WaitSignalDesc::default()], &stream), "ncclWaitSignal", "2.29.2");
         unsupported(comm.team_cft(CftTeamMode::FLAT).map(drop), "ncclTeamCft", "2.31.2");
@@ -426,7 +487,10 @@ fn older_libraries_answer_unsupported_for_each_new_call() {
         let _ = log;
         comm.destroy().unwrap();
     }
-    let _ = HostBuf::new(Vec::new());
+}
+
+fn dst_half() -> HostBuf {
+    HostBuf::new(vec![0.0; 2])
 }
 
 /// The offsets the crate writes `ncclCollConfig_t` with, for 2.31.2 and 2.32.3, against the C

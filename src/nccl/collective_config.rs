@@ -11,10 +11,12 @@
 use core::ffi::c_void;
 use std::ffi::CString;
 
+use crate::nccl::collectives::{at_least, DeviceBuffer, DeviceBufferMut, Stream};
 use crate::nccl::communicator::Communicator;
 use crate::nccl::config::{MAGIC, UNDEF_INT};
+use crate::nccl::group;
 use crate::nccl::library::{Nccl, Version};
-use crate::nccl::types::{DataType, RedOp};
+use crate::nccl::types::{DataType, NcclScalar, RedOp};
 use crate::nccl::watchdog::OpInfo;
 use crate::Error;
 
@@ -351,6 +353,100 @@ raw_config_collectives! {
     /// As [`scatter_raw`](Self::scatter_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
     fn scatter_config_raw = scatter_config(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
         count: count, type: dtype, peer: Some(root);
+}
+
+/// The safe forms on typed buffers (outside a group, as the other safe collectives): the same
+/// device, stream and length checks as [`Communicator::all_reduce`] and its siblings, then the
+/// `nccl*Config` call with `config` written for the loaded library.
+impl Communicator {
+    /// `ncclAllReduceConfig` (2.31.2) of typed device buffers; `recv` holds at least
+    /// `send.len()` elements.
+    pub fn all_reduce_config<T: NcclScalar, S: Stream>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        at_least("all_reduce recv", send.len(), recv.len())?;
+        let n = send.len();
+        self.two_buffers(["all_reduce send", "all_reduce recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts and the length checked above; no event.
+            unsafe { self.all_reduce_config_raw(s, r, n, T::DATA_TYPE, op, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// `ncclBroadcastConfig` (2.31.2) in place: `buf` from `root` to every rank.
+    pub fn broadcast_config<T: NcclScalar, S: Stream>(
+        &self,
+        buf: &mut impl DeviceBufferMut<T>,
+        root: i32,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        let n = buf.len();
+        self.one_buffer("broadcast buffer", buf, stream, |p| {
+            // SAFETY: the buffer trait's contract; in place; no event.
+            unsafe { self.broadcast_config_raw(p, p, n, T::DATA_TYPE, root, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// `ncclAllGatherConfig` (2.31.2): `recv` holds at least `send.len() * nranks` elements.
+    pub fn all_gather_config<T: NcclScalar, S: Stream>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        at_least("all_gather recv", send.len().saturating_mul(self.ranks()?), recv.len())?;
+        let count = send.len();
+        self.two_buffers(["all_gather send", "all_gather recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts and the length checked above; no event.
+            unsafe { self.all_gather_config_raw(s, r, count, T::DATA_TYPE, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// `ncclReduceScatterConfig` (2.31.2): `send` holds at least `recv.len() * nranks` elements.
+    pub fn reduce_scatter_config<T: NcclScalar, S: Stream>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        at_least("reduce_scatter send", recv.len().saturating_mul(self.ranks()?), send.len())?;
+        let count = recv.len();
+        self.two_buffers(["reduce_scatter send", "reduce_scatter recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts and the length checked above; no event.
+            unsafe { self.reduce_scatter_config_raw(s, r, count, T::DATA_TYPE, op, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// The safe forms cannot vouch for a raw CUDA event: a config carrying one goes through
+    /// the `*_config_raw` calls, whose contract covers it.
+    fn refuse_event(&self, config: &CollConfig) -> Result<(), Error> {
+        if config.has_event() {
+            return Err(Error::InvalidArgument {
+                what: "launchCompletionEvent needs the *_config_raw calls (a raw CUDA event)",
+            });
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -269,7 +269,7 @@ impl Communicator {
         Ok(())
     }
 
-    fn ranks(&self) -> Result<usize, Error> {
+    pub(crate) fn ranks(&self) -> Result<usize, Error> {
         usize::try_from(self.count()?)
             .map_err(|_| Error::InvalidArgument { what: "ncclCommCount gave a negative count" })
     }
@@ -385,7 +385,7 @@ impl Communicator {
     // group, at its end inside a `GroupScope`.
 
     /// A two-buffer collective: the device and stream checks, both accesses, then `enqueue`.
-    fn two_buffers<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+    pub(crate) fn two_buffers<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
         &self,
         what: [&'static str; 2],
         send: &'b B,
@@ -401,7 +401,7 @@ impl Communicator {
     }
 
     /// A collective on one buffer it writes: the checks, the access, then `enqueue`.
-    fn one_buffer<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+    pub(crate) fn one_buffer<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
         &self,
         what: &'static str,
         buf: &'b mut M,
@@ -616,7 +616,7 @@ impl Communicator {
     }
 }
 
-fn at_least(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {
+pub(crate) fn at_least(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {
     if got < expected {
         return Err(Error::LengthMismatch { what, expected, got });
     }
