@@ -9,7 +9,7 @@ use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, S
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
 use crate::error::TypeDescription;
 use crate::program::{self, Mode};
-use crate::typed::{CArgs, CRet, TypedFn};
+use crate::typed::{aggregate_result, CArgs, CRet, TypedFn, AGGREGATE_RESULT_HEADER, AGGREGATE_RESULT_MAX_ARGS};
 use crate::{Complex, Error, Signature, Type};
 
 /// A signature prepared for calling through the assembly core.
@@ -357,8 +357,9 @@ impl CallPlan {
     ///
     /// Errors: [`Error::NullPointer`] for a null `func`, [`Error::ArgumentCount`],
     /// [`Error::ArgumentType`] and [`Error::ResultType`] where the types disagree with the
-    /// signature (aggregate, `long double` and `_Complex long double` results are not
-    /// supported: use [`call`](CallPlan::call)), and
+    /// signature (`long double` and `_Complex long double` results are not supported: use
+    /// [`call`](CallPlan::call); an aggregate result comes back through the checked program),
+    /// and
     /// [`Error::UnsupportedTarget`] / [`Error::AbiMismatch`] where the plan cannot run.
     ///
     /// # Safety
@@ -383,12 +384,45 @@ impl CallPlan {
             let describe = |t: Option<&Type>| t.map_or(TypeDescription::Void, Type::description);
             return Err(Error::ResultType { expected: describe(self.signature.ret()), got: describe(ret.as_ref()) });
         }
+        if let Some(Type::Aggregate(_)) = self.signature.ret() {
+            return self.bind_aggregate_result(func, &types);
+        }
         let Some((entry, program)) = &self.typed else {
             return Err(self.no_typed_program());
         };
         // SAFETY: the typed program implements this signature (compile), whose types are
         // exactly A -> R (checked above); func's signature is this function's contract.
         Ok(unsafe { TypedFn::from_parts(*entry, func, program.clone()) })
+    }
+
+    /// `bind` for a signature returning an aggregate: a typed entry that runs the checked
+    /// program ([`typed::aggregate_result`](crate::typed)), which stores the result from the
+    /// registers or memory the ABI returns it in (the same program [`call`](CallPlan::call)
+    /// runs, proven against the C compiler by the conformance tests).
+    ///
+    /// # Safety
+    ///
+    /// As [`bind`](CallPlan::bind), whose checks have passed: `A -> R` is the signature.
+    unsafe fn bind_aggregate_result<A: CArgs, R: CRet>(
+        &self,
+        func: *const c_void,
+        types: &[Type],
+    ) -> Result<TypedFn<A, R>, Error> {
+        if engine::code_name(self.entry as usize).is_none() {
+            return Err(self.status_error(STATUS_NOT_NATIVE as u32));
+        }
+        if types.len() > AGGREGATE_RESULT_MAX_ARGS {
+            return Err(Error::ArgumentCount { expected: AGGREGATE_RESULT_MAX_ARGS, got: types.len() });
+        }
+        let mask = types.iter().enumerate().filter(|(_, t)| t.is_word()).fold(0u64, |m, (i, _)| m | 1 << i);
+        let mut program = Vec::with_capacity(AGGREGATE_RESULT_HEADER + self.program.len());
+        program.extend_from_slice(&[self.entry as usize as u64, types.len() as u64, mask]);
+        program.extend_from_slice(&self.program);
+        let entry = aggregate_result::<R> as TypedEntry<R> as usize;
+        // SAFETY: `aggregate_result::<R>` is a typed entry returning R, and the program is its
+        // header followed by this plan's checked program (for A -> R, checked by the caller);
+        // func's signature is the caller's contract.
+        Ok(unsafe { TypedFn::from_parts(entry, func, program.into_boxed_slice()) })
     }
 }
 

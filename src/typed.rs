@@ -101,16 +101,21 @@ unsafe impl<T: CArg> CArg for ValueAt<T> {
     }
 }
 
-/// A Rust type that has the layout of a C return type returned in registers: `()` for `void`,
-/// the word scalars of [`CArg`], `i128` / `u128`, and [`Complex`](crate::Complex) of `f32` and
-/// `f64`. Aggregate, `long double` and `_Complex long double` results are not supported by
-/// typed bindings (no Rust type is returned where C returns those; use
-/// [`CallPlan::call`](crate::CallPlan::call)).
+/// A Rust type that has the layout of a C return type: `()` for `void`, the word scalars of
+/// [`CArg`], `i128` / `u128`, [`Complex`](crate::Complex) of `f32` and `f64`, and `#[repr(C)]`
+/// structs returned by value (such as NCCL's 12-byte `ncclTeam`: implement this trait for them
+/// with an [`Aggregate`](crate::Aggregate) type). Scalars come back through the typed program,
+/// straight from the result registers; an aggregate result comes back through the plan's checked
+/// program ([`CallPlan::call`](crate::CallPlan::call)), which stores it from the registers (or
+/// the memory) the ABI returns it in. `long double` and `_Complex long double` results are not
+/// supported by typed bindings.
 ///
 /// # Safety
 ///
-/// `c_type()` must describe `Self` exactly, and `Self` must be returned by an `extern "C"`
-/// function in the registers the C type is returned in.
+/// `c_type()` must describe `Self` exactly: for a scalar, `Self` must be returned by an
+/// `extern "C"` function in the registers the C type is returned in; for an aggregate, `Self`
+/// must be a `#[repr(C)]` type of the aggregate's size, alignment and field layout, valid for
+/// every bit pattern the C function may return.
 pub unsafe trait CRet {
     /// The C return type (`None` for `void`).
     fn c_type() -> Option<Type>;
@@ -280,6 +285,58 @@ tuples! {
     (12; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10, A11 11),
 }
 
+/// Most arguments of a typed call ([`TypedFn`]) whose result is an aggregate.
+pub(crate) const AGGREGATE_RESULT_MAX_ARGS: usize = 12;
+
+/// Header words of an aggregate-result program, before the checked program: the checked
+/// entry's address, the argument count, and the mask of word arguments (bit `i` set: argument
+/// `i`'s word is its value; clear: its word is its address).
+pub(crate) const AGGREGATE_RESULT_HEADER: usize = 3;
+
+/// The typed entry of bindings whose result is an aggregate: turns the argument words into the
+/// argument pointers the checked entry reads and runs the checked program, which stores the
+/// result (from its registers, or through the hidden result address) into `R`'s buffer.
+///
+/// `program` is `[checked entry, argc, word mask, checked program...]`
+/// ([`AGGREGATE_RESULT_HEADER`]).
+///
+/// # Safety
+///
+/// `program` was built by `CallPlan::bind` for a signature whose result is `R`'s aggregate and
+/// whose arguments are `argc` (at most [`AGGREGATE_RESULT_MAX_ARGS`]); `words` holds `argc` words
+/// as [`CArg::word`] makes them; `func` has the plan's signature and its contract holds.
+pub(crate) unsafe extern "C" fn aggregate_result<R>(words: *const u64, func: *const c_void, program: *const u64) -> R {
+    // SAFETY: the caller's contract: the header words are there, the first is a checked entry.
+    let (entry, argc, mask) = unsafe {
+        (
+            core::mem::transmute::<usize, engine::CheckedEntry>(*program as usize),
+            *program.add(1) as usize,
+            *program.add(2),
+        )
+    };
+    let mut argv = [core::ptr::null::<c_void>(); AGGREGATE_RESULT_MAX_ARGS];
+    for (i, slot) in argv.iter_mut().enumerate().take(argc) {
+        // SAFETY: `words` holds `argc` words (the caller's contract). A word argument's value is
+        // the low bytes of its word on these little-endian targets, so the word's address is
+        // the value's; any other argument's word is its address (CArg::word).
+        *slot = unsafe {
+            if mask >> i & 1 == 1 {
+                words.add(i).cast::<c_void>()
+            } else {
+                *words.add(i) as usize as *const c_void
+            }
+        };
+    }
+    let mut out = core::mem::MaybeUninit::<R>::uninit();
+    // SAFETY: the checked program of this signature, with one non-null pointer per argument
+    // and a buffer of the result's size and alignment; it writes the whole result (an aggregate
+    // of R's layout: CRet's contract) before it returns STATUS_OK.
+    let status = unsafe { entry(argv.as_ptr(), out.as_mut_ptr().cast(), func, program.add(AGGREGATE_RESULT_HEADER)) };
+    debug_assert_eq!(i64::from(status), crate::engine::layout::STATUS_OK);
+    // SAFETY: written by the callee's return (above); any bit pattern is valid (CRet's contract).
+    unsafe { out.assume_init() }
+}
+
 /// A C function bound to Rust argument types `A` (a tuple) and result type `R`, made by
 /// [`CallPlan::bind`](crate::CallPlan::bind). Arity and every type were checked against the
 /// plan's signature then; a call checks nothing. It passes one word per argument
@@ -340,6 +397,12 @@ impl<A: CArgs, R: CRet> TypedFn<A, R> {
     /// The names of the assembly pieces a call runs, in order (entry, then the program's
     /// handlers): introspection for tests and profiles.
     pub fn code_path(&self) -> Vec<&'static str> {
+        // Every typed entry is a piece of the assembly's table except `aggregate_result`.
+        if engine::code_name(self.entry as usize).is_none() {
+            let mut path = vec!["aggregate_result"];
+            path.extend(crate::program::code_path(self.program[0] as usize, &self.program[AGGREGATE_RESULT_HEADER..]));
+            return path;
+        }
         crate::program::code_path(self.entry as usize, &self.program)
     }
 }

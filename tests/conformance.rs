@@ -773,3 +773,118 @@ fn typed_bindings_of_wide_types_match_the_c_compiler() {
         assert_eq!(h.to_bits(), (v * 0.5).to_bits(), "{v:e}: {:?}", ld(v));
     }
 }
+
+/// Typed bindings whose RESULT is a struct (`CRet` for a `#[repr(C)]` aggregate, as NCCL's
+/// `ncclTeamWorld` returns its 12-byte `ncclTeam`): every way an ABI returns one, with structs
+/// by value among the arguments, against C callees (tests/c/aggregate_results.c) and against
+/// the checked `CallPlan::call` of the same plan.
+#[test]
+fn typed_aggregate_results_match_the_c_compiler() {
+    macro_rules! aggregate {
+        ($name:ident { $($f:ident: $t:ty => $c:expr),* }) => {
+            #[repr(C)]
+            #[derive(Clone, Copy, Debug, Default, PartialEq)]
+            struct $name { $($f: $t),* }
+            // SAFETY: #[repr(C)] with exactly these members, in order, of these C types.
+            unsafe impl CArg for $name {
+                const AGGREGATE: bool = true;
+                fn c_type() -> Type {
+                    let b = Aggregate::builder();
+                    $(let b = b.field($c);)*
+                    Type::Aggregate(b.build().unwrap())
+                }
+            }
+            // SAFETY: as above; every bit pattern is valid for these members.
+            unsafe impl nccl_trampoline::CRet for $name {
+                fn c_type() -> Option<Type> {
+                    Some(<$name as CArg>::c_type())
+                }
+            }
+        };
+    }
+    aggregate!(T3 { a: i32 => Type::I32, b: i32 => Type::I32, c: i32 => Type::I32 });
+    aggregate!(F3 { a: f32 => Type::F32, b: f32 => Type::F32, c: f32 => Type::F32 });
+    aggregate!(Di { d: f64 => Type::F64, i: i32 => Type::I32 });
+    aggregate!(L3 { a: i64 => Type::I64, b: i64 => Type::I64, c: i64 => Type::I64 });
+    aggregate!(C3 { a: i8 => Type::I8, b: i8 => Type::I8, c: i8 => Type::I8 });
+    aggregate!(P1 { p: usize => Type::Pointer });
+
+    let dir = work_dir("aggregate-results");
+    let lib = build_shared(&dir, "aggregate_results", &[repo_file("tests/c/aggregate_results.c")]);
+    // SAFETY: the library built above; trivial initialisers.
+    let lib = unsafe { libloading::Library::new(lib) }.unwrap();
+    let sym = |name: &str| -> *const c_void {
+        // SAFETY: looked up only, called through plans of its C prototype below.
+        unsafe { *lib.get::<*const c_void>(name.as_bytes()).unwrap() }
+    };
+    fn bind<A: nccl_trampoline::CArgs, R: nccl_trampoline::CRet>(f: *const c_void) -> (TypedFn<A, R>, CallPlan) {
+        let plan = CallPlan::new(&Signature::new(A::types(), R::c_type()).unwrap()).unwrap();
+        // SAFETY: `f` has this C prototype (tests/c/aggregate_results.c) and stays loaded.
+        (unsafe { plan.bind::<A, R>(f) }.unwrap(), plan)
+    }
+    /// The checked program's answer for the same call.
+    fn checked<R: Default>(plan: &CallPlan, f: *const c_void, args: &[*const c_void]) -> R {
+        let mut out = R::default();
+        // SAFETY: the arguments point to values of the plan's types; `out` is the result's.
+        unsafe { plan.call(f, args, (&mut out as *mut R).cast()) }.unwrap();
+        out
+    }
+
+    let mut seen = Vec::new();
+    let (make_t3, p) = bind::<(*mut c_void, i32), T3>(sym("agg_make_t3"));
+    let comm = 0x1234_5678usize as *mut c_void;
+    // SAFETY: the callee computes only.
+    let got = unsafe { make_t3.call((comm, 41)) };
+    assert_eq!(got, T3 { a: 41, b: 42, c: 0x1234_5678 });
+    assert_eq!(got, checked::<T3>(&p, make_t3.func(), &[arg(&comm), arg(&41i32)]));
+    seen.push(make_t3.code_path());
+
+    let (twist, p) = bind::<(ValueAt<T3>, i32, F3), T3>(sym("agg_twist_t3"));
+    let (x, y) = (T3 { a: 7, b: -9, c: 1 << 20 }, F3 { a: 0.25, b: 5.0, c: -1.0 });
+    // SAFETY: as above.
+    let got = unsafe { twist.call((ValueAt::new(&x), 3, y)) };
+    assert_eq!(got, T3 { a: (1 << 20) + 3, b: 21, c: -14 });
+    assert_eq!(x, T3 { a: 7, b: -9, c: 1 << 20 }, "the caller's struct is untouched");
+    assert_eq!(got, checked::<T3>(&p, twist.func(), &[arg(&x), arg(&3i32), arg(&y)]));
+
+    let (make_f3, p) = bind::<(f32, f64, T3), F3>(sym("agg_make_f3"));
+    let t = T3 { a: 2, b: 3, c: 4 };
+    // SAFETY: as above.
+    let got = unsafe { make_f3.call((1.5, 2.25, t)) };
+    assert_eq!(got, F3 { a: 3.5, b: 4.5, c: 7.5 });
+    assert_eq!(got, checked::<F3>(&p, make_f3.func(), &[arg(&1.5f32), arg(&2.25f64), arg(&t)]));
+
+    let (make_di, p) = bind::<(Di, i64), Di>(sym("agg_make_di"));
+    let d = Di { d: 1.25, i: 0x0f0f };
+    // SAFETY: as above.
+    let got = unsafe { make_di.call((d, 0xff)) };
+    assert_eq!(got, Di { d: 2.5 + 255.0, i: 0x0f0f ^ 0xff });
+    assert_eq!(got, checked::<Di>(&p, make_di.func(), &[arg(&d), arg(&0xffi64)]));
+
+    let (make_l3, p) = bind::<(i32, L3, C3), L3>(sym("agg_make_l3"));
+    let (l, c) = (L3 { a: 1 << 40, b: -5, c: 77 }, C3 { a: 3, b: 0, c: -2 });
+    // SAFETY: as above.
+    let got = unsafe { make_l3.call((10, l, c)) };
+    assert_eq!(got, L3 { a: 87, b: 3 << 40, c: -3 });
+    assert_eq!(got, checked::<L3>(&p, make_l3.func(), &[arg(&10i32), arg(&l), arg(&c)]));
+    seen.push(make_l3.code_path());
+
+    let (make_c3, p) = bind::<(C3, i8), C3>(sym("agg_make_c3"));
+    let c = C3 { a: 1, b: 0x55, c: 100 };
+    // SAFETY: as above.
+    let got = unsafe { make_c3.call((c, 7)) };
+    assert_eq!(got, C3 { a: 107, b: 1, c: 0x55 ^ 7 });
+    assert_eq!(got, checked::<C3>(&p, make_c3.func(), &[arg(&c), arg(&7i8)]));
+
+    let (make_p1, p) = bind::<(P1, u64), P1>(sym("agg_make_p1"));
+    let h = P1 { p: 0x7000_0000 };
+    // SAFETY: as above.
+    let got = unsafe { make_p1.call((h, 5)) };
+    assert_eq!(got, P1 { p: 0x7000_0005 });
+    assert_eq!(got, checked::<P1>(&p, make_p1.func(), &[arg(&h), arg(&5u64)]));
+
+    for path in seen {
+        assert_eq!(path.first(), Some(&"aggregate_result"), "{path:?}");
+        assert!(path.len() >= 2 && !path[1..].contains(&"?"), "{path:?}");
+    }
+}

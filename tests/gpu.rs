@@ -638,3 +638,189 @@ fn gpu_host_api_part_a_runs_or_is_refused_by_version() {
     }
     comm.destroy().unwrap();
 }
+
+/// The device-API host helpers, the one-sided calls and the per-collective configs on every
+/// local GPU: what the loaded NCCL has is run and checked (`ncclTeam` returned and passed BY
+/// VALUE by the real library, the requirement helpers, an `ncclAllReduceConfig` checked element
+/// by element); what it lacks must come back as the typed `Unsupported` naming the version that
+/// added it (on NCCL 2.28.x: every 2.29.2 and 2.31.2 call).
+#[test]
+#[ignore = "needs GPUs: cargo test --release --features half --test gpu -- --ignored --test-threads=1"]
+fn gpu_device_api_one_sided_and_per_collective_configs() {
+    use nccl_trampoline::nccl::{CftTeamMode, CollConfig, Error, Team, Version, WaitSignalDesc};
+
+    nvls_off_unless_chosen();
+    let nccl = Nccl::load().unwrap_or_else(|e| panic!("{e}"));
+    let cuda = Cuda::load().unwrap_or_else(|e| panic!("these tests need GPUs: {e}"));
+    let v = nccl.version();
+    let n = cuda.device_count().unwrap() as usize;
+    eprintln!("NCCL {v} from {}; {n} GPUs", nccl.path().display());
+    let devices: Vec<i32> = (0..n as i32).collect();
+    let comms = Communicator::init_all(&nccl, &devices).expect("ncclCommInitAll");
+    let ranks: Vec<Rank> = comms.into_iter().zip(&devices).map(|(comm, &dev)| Rank::new(&cuda, comm, dev)).collect();
+    let mut report = Report(Vec::new());
+    let mut case = |name: String, r: Result<(), String>| {
+        if let Err(e) = &r {
+            eprintln!("FAIL {name}: {e}");
+        }
+        report.0.push((name, r));
+    };
+    let unsupported = |r: Result<(), Error>, symbol: &str, needs: &str| -> Result<(), String> {
+        match r {
+            Err(Error::Unsupported { symbol: s, needs: got, loaded }) if s == symbol && got.to_string() == needs => {
+                (loaded == v).then_some(()).ok_or(format!("loaded {loaded}"))
+            }
+            other => Err(format!("expected Unsupported {{ {symbol}, {needs} }}, got {other:?}")),
+        }
+    };
+    let has = |a, b, c| v >= Version::new(a, b, c);
+
+    for (i, r) in ranks.iter().enumerate() {
+        cuda.activate(r.dev).unwrap();
+        let comm = &r.comm;
+        if has(2, 28, 3) {
+            let world = comm.team_world();
+            case(
+                format!("ncclTeamWorld rank {i}"),
+                match world {
+                    Ok(t) if t == Team { n_ranks: n as i32, rank: i as i32, stride: 1 } => Ok(()),
+                    other => Err(format!("{other:?}")),
+                },
+            );
+            let world = Team { n_ranks: n as i32, rank: i as i32, stride: 1 };
+            let back: Result<Vec<i32>, _> = (0..n as i32).map(|j| comm.team_rank_to_world(&world, j)).collect();
+            case(
+                format!("ncclTeamRankToWorld (team by value) rank {i}"),
+                match back {
+                    Ok(b) if b == (0..n as i32).collect::<Vec<_>>() => Ok(()),
+                    other => Err(format!("{other:?}")),
+                },
+            );
+            // ncclTeamLsa/Rail set up the device runtime on first use, locally (no peer is
+            // waited for: v2.28.3-1 src/dev_runtime.cc:54-90): one rank at a time is fine.
+            let lsa = comm.team_lsa();
+            let rail = comm.team_rail();
+            case(
+                format!("ncclTeamLsa/ncclTeamRail rank {i}"),
+                match (&lsa, &rail) {
+                    (Ok(l), Ok(rl))
+                        if l.n_ranks >= 1
+                            && l.rank < l.n_ranks
+                            && rl.stride == l.n_ranks
+                            && rl.n_ranks * l.n_ranks == n as i32 =>
+                    {
+                        Ok(())
+                    }
+                    other => Err(format!("{other:?}")),
+                },
+            );
+            if let Ok(l) = lsa {
+                case(
+                    format!("ncclTeamRankToLsa rank {i}"),
+                    match comm.team_rank_to_lsa(&l, l.rank) {
+                        Ok(x) if x == l.rank => Ok(()),
+                        other => Err(format!("{other:?}")),
+                    },
+                );
+                case(
+                    format!("ncclLsaBarrierCreateRequirement rank {i}"),
+                    match nccl.lsa_barrier_requirement(&l, 2) {
+                        Ok(q) if q.requirement().buffer_size == (6 + 2 * l.n_ranks as usize) * 4 => Ok(()),
+                        other => Err(format!("{other:?}")),
+                    },
+                );
+            }
+        } else {
+            case(
+                format!("ncclTeamWorld gated rank {i}"),
+                unsupported(comm.team_world().map(drop), "ncclTeamWorld", "2.28.3"),
+            );
+        }
+        let stream = &r.stream;
+        if !has(2, 29, 2) {
+            // SAFETY: refused before NCCL is reached.
+            let put = unsafe {
+                comm.put_signal_raw(r.send.ptr(), 1, DataType::FLOAT32, 0, std::ptr::null_mut(), 0, 0, 0, stream.raw())
+            };
+            case(format!("ncclPutSignal gated rank {i}"), unsupported(put, "ncclPutSignal", "2.29.2"));
+            case(
+                format!("ncclSignal gated rank {i}"),
+                unsupported(comm.signal(0, 0, 0, stream), "ncclSignal", "2.29.2"),
+            );
+            let wait = comm.wait_signal(&[WaitSignalDesc::default()], stream);
+            case(format!("ncclWaitSignal gated rank {i}"), unsupported(wait, "ncclWaitSignal", "2.29.2"));
+            // The window queries are gated the same way (tests/device_api.rs); not shown here:
+            // ncclCommWindowRegister is collective, and one process driving every GPU would
+            // have to register on all ranks in one group first.
+        }
+        if !has(2, 31, 2) {
+            let cfg = CollConfig::new();
+            // SAFETY: refused before NCCL is reached.
+            let ar = unsafe {
+                comm.all_reduce_config_raw(
+                    r.send.ptr(),
+                    r.recv.ptr(),
+                    1,
+                    DataType::FLOAT32,
+                    RedOp::SUM,
+                    &cfg,
+                    stream.raw(),
+                )
+            };
+            case(format!("ncclAllReduceConfig gated rank {i}"), unsupported(ar, "ncclAllReduceConfig", "2.31.2"));
+            // SAFETY: as above.
+            let sc = unsafe {
+                comm.scatter_config_raw(r.send.ptr(), r.recv.ptr(), 1, DataType::FLOAT32, 0, &cfg, stream.raw())
+            };
+            case(format!("ncclScatterConfig gated rank {i}"), unsupported(sc, "ncclScatterConfig", "2.31.2"));
+            let cft = comm.team_cft(CftTeamMode::FLAT).map(drop);
+            case(format!("ncclTeamCft gated rank {i}"), unsupported(cft, "ncclTeamCft", "2.31.2"));
+        }
+    }
+
+    if has(2, 31, 2) {
+        // ncclAllReduceConfig on every GPU in one group, float32 sum, checked on the host.
+        let el = El::F32;
+        for (k, x) in ranks.iter().enumerate() {
+            upload(&cuda, x, el, &(0..COUNT).map(|j| value(k, j)).collect::<Vec<_>>());
+        }
+        let cfg = CollConfig::new().ctas(1, 4);
+        {
+            let group = nccl.group().unwrap();
+            for x in &ranks {
+                cuda.activate(x.dev).unwrap();
+                // SAFETY: BUF-byte device allocations of this GPU and its stream, alive until the
+                // synchronisation below.
+                unsafe {
+                    x.comm.all_reduce_config_raw(
+                        x.send.ptr(),
+                        x.recv.ptr(),
+                        COUNT,
+                        el.dtype(),
+                        RedOp::SUM,
+                        &cfg,
+                        x.stream.raw(),
+                    )
+                }
+                .unwrap_or_else(|e| panic!("ncclAllReduceConfig: {e}"));
+            }
+            group.end().unwrap();
+        }
+        for (k, x) in ranks.iter().enumerate() {
+            cuda.activate(x.dev).unwrap();
+            x.stream.synchronize().expect("cuStreamSynchronize");
+            let want =
+                (0..COUNT).map(|j| combine(el, "sum", &(0..n).map(|s| value(s, j)).collect::<Vec<_>>())).collect();
+            report.check(format!("ncclAllReduceConfig F32 sum rank {k}"), download(&cuda, x, el, COUNT), want);
+        }
+    }
+
+    drop(ranks);
+    let failed = report.0.iter().filter(|(_, r)| r.is_err()).count();
+    println!("| case | result |\n| --- | --- |");
+    for (name, r) in &report.0 {
+        println!("| {name} | {} |", r.as_ref().map_or_else(|e| format!("FAIL: {e}"), |_| "pass".to_string()));
+    }
+    println!("NCCL {v}: {} passed, {} failed", report.0.len() - failed, failed);
+    assert_eq!(failed, 0, "GPU cases failed (table above)");
+}

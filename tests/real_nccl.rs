@@ -7,6 +7,8 @@
 //! NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN (the newest build for the other architecture).
 #![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use nccl_trampoline::nccl::Error;
@@ -349,5 +351,99 @@ fn scalable_init_and_joining_a_grow_without_a_gpu_fail_with_nccls_error() {
             }
             other => panic!("{symbol}: expected NCCL's CUDA error, got {other:?}"),
         }
+    }
+}
+
+// ---- The device-API host helpers and ncclCollConfig_t against the real library and header.
+// Of the device-API, one-sided and per-collective-config calls, only these run without a GPU:
+// the ones that take no communicator. Every other one needs an ncclComm_t, which needs a GPU
+// (init fails with ncclUnhandledCudaError above), and ncclTeamWorld reads comm->nRanks from it
+// (v2.30.7-1 src/nccl_device/core.cc:13-19), as the one-sided and config calls enqueue on it.
+
+/// `ncclTeam` BY VALUE into the real library: `ncclLsaBarrierCreateRequirement` sizes its
+/// buffer from `team.nRanks` (v2.30.7-1 src/nccl_device/lsa_barrier.cc:13-21:
+/// `(3 * nBarriers + nBarriers * team.nRanks) * sizeof(uint32_t)`), so a misplaced team shows
+/// in the answer. The LL all-to-all helpers likewise (ll_a2a.cc:12-26).
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn device_api_host_helpers_without_a_gpu() {
+    use nccl_trampoline::nccl::Team;
+    let nccl = Nccl::load_from(lib("NCCL_TRAMPOLINE_REAL_NCCL")).unwrap();
+    for (n_ranks, n_barriers) in [(8, 3), (72, 1), (1, 16)] {
+        let team = Team { n_ranks, rank: 0x5a5a, stride: -3 };
+        let mut req = nccl.lsa_barrier_requirement(&team, n_barriers).unwrap();
+        let want = (3 * n_barriers + n_barriers * n_ranks) as usize * 4;
+        assert_eq!((req.requirement().buffer_size, req.requirement().buffer_align), (want, 4), "{team:?}");
+        assert_eq!(req.handle().n_barriers, n_barriers);
+        let handle_at: *const u32 = &req.handle().buf_handle;
+        assert_eq!(req.requirement().out_buffer_handle.cast_const(), handle_at);
+        assert!(!req.as_raw().is_null());
+    }
+    assert_eq!(nccl.lla2a_calc_slots(10, 12).unwrap(), 20, "maxElts * divUp(maxEltSize, 8)");
+    assert_eq!(nccl.lla2a_calc_slots(7, 8).unwrap(), 7);
+    let a2a = nccl.lla2a_requirement(4, 5).unwrap();
+    assert_eq!((a2a.requirement().buffer_size, a2a.requirement().buffer_align), (4 * (1 + 2 * 5) * 16, 16));
+    assert_eq!(a2a.handle().n_slots, 5);
+    eprintln!("real {}: ncclTeam by value and the LL all-to-all helpers answer as NCCL's source says", nccl.version());
+}
+
+/// `ncclCollConfig_t` as the C compiler lays out the REAL header beside the library (nccl.h,
+/// compiled with tests/c/cuda_shim for its two CUDA handle types) against the offsets the
+/// crate writes for that version.
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+fn coll_config_offsets_match_the_real_header() {
+    let real = lib("NCCL_TRAMPOLINE_REAL_NCCL");
+    let header = real.parent().unwrap().join("nccl.h");
+    assert!(header.is_file(), "{} (kept by scripts/fetch-nccl.sh)", header.display());
+    let version = expected_version("NCCL_TRAMPOLINE_REAL_NCCL_VERSION");
+    let dir = common::work_dir("coll-config-layout-real");
+    let shim = common::repo_file("tests/c/cuda_shim");
+    let lib = common::build_shared_with(
+        &dir,
+        "layout",
+        &[common::repo_file("tests/c/coll_config_layout.c")],
+        &[&format!("-I{}", shim.display()), &format!("-DREAL_NCCL_H=\"{}\"", header.display())],
+    );
+    // SAFETY: the layout library built above; its functions only compute.
+    let lib = unsafe { libloading::Library::new(lib) }.unwrap();
+    // SAFETY: the prototypes of tests/c/coll_config_layout.c.
+    let (offsets, header_version, desc) = unsafe {
+        let layout = lib.get::<extern "C" fn(*mut usize, usize) -> usize>(b"coll_config_layout").unwrap();
+        let code = lib.get::<extern "C" fn() -> i32>(b"coll_config_layout_version").unwrap();
+        let desc = lib.get::<extern "C" fn() -> usize>(b"wait_signal_desc_size").unwrap();
+        let mut out = [0usize; 32];
+        let n = layout(out.as_mut_ptr(), out.len());
+        (out[..n].to_vec(), code(), desc())
+    };
+    assert_eq!(header_version, version.code(), "the header beside the library is its own");
+    let mut want: Vec<usize> =
+        nccl_trampoline::nccl::coll_config_fields(version).into_iter().map(|(_, offset)| offset).collect();
+    want.push(nccl_trampoline::nccl::coll_config_size(version).unwrap());
+    assert_eq!(offsets, want, "ncclCollConfig_t of {version}");
+    assert_eq!(desc, std::mem::size_of::<nccl_trampoline::nccl::WaitSignalDesc>());
+}
+
+/// The old real build (2.18.3) lacks every device-API helper: typed refusals, nothing called.
+#[test]
+#[ignore = "needs the real NCCL wheels: scripts/test.sh fetches them and runs this"]
+#[cfg(target_arch = "x86_64")]
+fn old_build_refuses_the_device_api_helpers() {
+    let nccl = Nccl::load_from(lib("NCCL_TRAMPOLINE_REAL_NCCL_OLD")).unwrap();
+    let loaded = nccl.version();
+    let team = nccl_trampoline::nccl::Team { n_ranks: 2, rank: 0, stride: 1 };
+    let unsupported = |symbol: &'static str, needs: &str| {
+        let n: Vec<u32> = needs.split('.').map(|p| p.parse().unwrap()).collect();
+        Error::Unsupported { symbol, needs: Version::new(n[0], n[1], n[2]), loaded }
+    };
+    assert_eq!(nccl.lla2a_calc_slots(1, 1).unwrap_err(), unsupported("ncclLLA2ACalcSlots", "2.28.3"));
+    assert_eq!(nccl.lla2a_requirement(1, 1).unwrap_err(), unsupported("ncclLLA2ACreateRequirement", "2.28.3"));
+    assert_eq!(
+        nccl.lsa_barrier_requirement(&team, 1).unwrap_err(),
+        unsupported("ncclLsaBarrierCreateRequirement", "2.28.3")
+    );
+    let missing: Vec<&str> = nccl.missing_symbols().iter().map(|(n, _)| *n).collect();
+    for sym in ["ncclTeamWorld", "ncclPutSignal", "ncclAllReduceConfig", "ncclGetCftDeviceLeInfo"] {
+        assert!(missing.contains(&sym), "{sym}: {missing:?}");
     }
 }

@@ -7,8 +7,11 @@
 
 use core::ffi::{c_char, c_void};
 
+use crate::nccl::device_api::MultimemHandle;
 use crate::nccl::error::Error;
 use crate::nccl::library::Nccl;
+use crate::nccl::one_sided::WaitSignalDesc;
+use crate::nccl::team::{CftTeamMode, Team};
 use crate::nccl::types::{DataType, MemStat, NcclResult, RedOp, ScalarResidence, UniqueId};
 use crate::nccl::version::Version;
 use crate::{CArgs, CRet, ValueAt};
@@ -258,6 +261,139 @@ nccl_functions! {
     /// `void ncclParamDumpAll(void)`
     param_dump_all: ParamDumpAll = "ncclParamDumpAll" since (2, 30, 4) () -> ();
     // ---- end of part A.
+
+    // ---- The device-API host helpers (2.28.3+), one-sided calls (2.29.2) and per-collective
+    // configs (2.31.2). Since-versions from each release's headers (the NVIDIA/nccl tags and
+    // the nvidia-nccl-cu12 wheels' include/). Left out, though exported by 2.32.3:
+    // `ncclGinOutboxCreateRequirement` and `ncclGinInboxA2ACreateRequirement` (2.30.3's and
+    // 2.32.3's nccl_device/host.h declare them only under `NCCL_OS_WINDOWS`: no Linux
+    // prototype to bind), and the `nccl_device/core.h` team algebra (`ncclTeamRankIsMember`,
+    // `ncclTeamInnerFactor`, ...: header inline functions, not exported). Declared but not
+    // exported by 2.32.3, so not bound: `ncclCftBarrierCreateRequirement`.
+    /// `ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
+    /// ncclDevComm_t* outDevComm)`
+    dev_comm_create: DevCommCreate = "ncclDevCommCreate" since (2, 28, 3)
+        (comm: Comm, reqs: *const c_void, out: *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm)`
+    dev_comm_destroy: DevCommDestroy = "ncclDevCommDestroy" since (2, 28, 3)
+        (comm: Comm, dev_comm: *const c_void) -> NcclResult;
+    /// `ncclTeam_t ncclTeamWorld(ncclComm_t comm)`: a 12-byte struct returned by value.
+    team_world: TeamWorld = "ncclTeamWorld" since (2, 28, 3) (comm: Comm) -> Team;
+    /// `ncclTeam_t ncclTeamLsa(ncclComm_t comm)`
+    team_lsa: TeamLsa = "ncclTeamLsa" since (2, 28, 3) (comm: Comm) -> Team;
+    /// `ncclTeam_t ncclTeamRail(ncclComm_t comm)`
+    team_rail: TeamRail = "ncclTeamRail" since (2, 28, 3) (comm: Comm) -> Team;
+    /// `int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank)`: the team by value.
+    team_rank_to_world: TeamRankToWorld = "ncclTeamRankToWorld" since (2, 28, 3)
+        (comm: Comm, team: ValueAt<Team>, rank: i32) -> i32;
+    /// `int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank)`
+    team_rank_to_lsa: TeamRankToLsa = "ncclTeamRankToLsa" since (2, 28, 3)
+        (comm: Comm, team: ValueAt<Team>, rank: i32) -> i32;
+    /// `ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
+    /// ncclLsaBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq)`
+    lsa_barrier_create_requirement: LsaBarrierCreateRequirement = "ncclLsaBarrierCreateRequirement" since (2, 28, 3)
+        (team: ValueAt<Team>, n_barriers: i32, out_handle: *mut c_void, out_req: *mut c_void) -> NcclResult;
+    /// `int ncclLLA2ACalcSlots(int maxElts, int maxEltSize)`
+    lla2a_calc_slots: LLA2ACalcSlots = "ncclLLA2ACalcSlots" since (2, 28, 3) (max_elts: i32, max_elt_size: i32) -> i32;
+    /// `ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
+    /// ncclDevResourceRequirements_t* outReq)`
+    lla2a_create_requirement: LLA2ACreateRequirement = "ncclLLA2ACreateRequirement" since (2, 28, 3)
+        (n_blocks: i32, n_slots: i32, out_handle: *mut c_void, out_req: *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+    /// ncclGinBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq)`
+    gin_barrier_create_requirement: GinBarrierCreateRequirement = "ncclGinBarrierCreateRequirement" since (2, 28, 7)
+        (comm: Comm, team: ValueAt<Team>, n_barriers: i32, out_handle: *mut c_void, out_req: *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr)`
+    win_get_user_ptr: WinGetUserPtr = "ncclWinGetUserPtr" since (2, 29, 2)
+        (comm: Comm, window: *mut c_void, out: *mut *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype,
+    /// int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags,
+    /// ncclComm_t comm, cudaStream_t stream)`
+    put_signal: PutSignal = "ncclPutSignal" since (2, 29, 2)
+        (local: *const c_void, count: usize, dtype: DataType, peer: i32, peer_window: *mut c_void,
+         peer_window_offset: usize, sig_idx: i32, ctx: i32, flags: u32, comm: Comm, stream: CudaStream) -> NcclResult;
+    /// `ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+    /// cudaStream_t stream)`
+    signal: Signal = "ncclSignal" since (2, 29, 2)
+        (peer: i32, sig_idx: i32, ctx: i32, flags: u32, comm: Comm, stream: CudaStream) -> NcclResult;
+    /// `ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+    /// cudaStream_t stream)`
+    wait_signal: WaitSignal = "ncclWaitSignal" since (2, 29, 2)
+        (n_desc: i32, descs: *mut WaitSignalDesc, comm: Comm, stream: CudaStream) -> NcclResult;
+    /// `ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr)`
+    get_lsa_multimem_device_pointer: GetLsaMultimemDevicePointer = "ncclGetLsaMultimemDevicePointer" since (2, 29, 2)
+        (window: *mut c_void, offset: usize, out: *mut *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+    /// ncclMultimemHandle_t multimem, void** outPtr)`: the handle (one pointer) by value.
+    get_multimem_device_pointer: GetMultimemDevicePointer = "ncclGetMultimemDevicePointer" since (2, 29, 2)
+        (window: *mut c_void, offset: usize, multimem: ValueAt<MultimemHandle>, out: *mut *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank, void** outPtr)`
+    get_lsa_device_pointer: GetLsaDevicePointer = "ncclGetLsaDevicePointer" since (2, 29, 2)
+        (window: *mut c_void, offset: usize, lsa_rank: i32, out: *mut *mut c_void) -> NcclResult;
+    /// `ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr)`
+    get_peer_device_pointer: GetPeerDevicePointer = "ncclGetPeerDevicePointer" since (2, 29, 2)
+        (window: *mut c_void, offset: usize, peer: i32, out: *mut *mut c_void) -> NcclResult;
+    /// `ncclTeam_t ncclTeamCft(ncclComm_t comm, ncclCftTeamMode_t mode)`
+    team_cft: TeamCft = "ncclTeamCft" since (2, 31, 2) (comm: Comm, mode: CftTeamMode) -> Team;
+    /// `ncclTeam_t ncclTeamCftMultimem(ncclComm_t comm)`
+    team_cft_multimem: TeamCftMultimem = "ncclTeamCftMultimem" since (2, 31, 2) (comm: Comm) -> Team;
+    /// `ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, ncclCftLeId* leId,
+    /// size_t* leOffset)`
+    get_multimem_device_le_info: GetMultimemDeviceLeInfo = "ncclGetMultimemDeviceLeInfo" since (2, 31, 2)
+        (window: *mut c_void, offset: usize, le_id: *mut u32, le_offset: *mut usize) -> NcclResult;
+    /// `ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft,
+    /// ncclTeam_t cftTeam, ncclCftLeId* leId, size_t* leOffset)`
+    get_cft_device_le_info: GetCftDeviceLeInfo = "ncclGetCftDeviceLeInfo" since (2, 31, 2)
+        (window: *mut c_void, offset: usize, peer_cft: i32, cft_team: ValueAt<Team>, le_id: *mut u32,
+         le_offset: *mut usize) -> NcclResult;
+    /// `ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld,
+    /// ncclCftLeId* leId, size_t* leOffset)`
+    get_peer_device_le_info: GetPeerDeviceLeInfo = "ncclGetPeerDeviceLeInfo" since (2, 31, 2)
+        (window: *mut c_void, offset: usize, peer_world: i32, le_id: *mut u32, le_offset: *mut usize) -> NcclResult;
+    /// `ncclResult_t ncclAllReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+    /// ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+    /// const ncclCollConfig_t* config)`
+    all_reduce_config: AllReduceConfig = "ncclAllReduceConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, comm: Comm,
+         stream: CudaStream, config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclBroadcastConfig(const void* sendbuff, void* recvbuff, size_t count,
+    /// ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config)`
+    broadcast_config: BroadcastConfig = "ncclBroadcastConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32, comm: Comm,
+         stream: CudaStream, config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclReduceConfig(const void* sendbuff, void* recvbuff, size_t count,
+    /// ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+    /// const ncclCollConfig_t* config)`
+    reduce_config: ReduceConfig = "ncclReduceConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, root: i32,
+         comm: Comm, stream: CudaStream, config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclAllGatherConfig(const void* sendbuff, void* recvbuff, size_t sendcount,
+    /// ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config)`
+    all_gather_config: AllGatherConfig = "ncclAllGatherConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, send_count: usize, dtype: DataType, comm: Comm,
+         stream: CudaStream, config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclReduceScatterConfig(const void* sendbuff, void* recvbuff, size_t recvcount,
+    /// ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+    /// const ncclCollConfig_t* config)`
+    reduce_scatter_config: ReduceScatterConfig = "ncclReduceScatterConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: DataType, op: RedOp, comm: Comm,
+         stream: CudaStream, config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclAlltoAllConfig(const void* sendbuff, void* recvbuff, size_t count,
+    /// ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config)`
+    all_to_all_config: AlltoAllConfig = "ncclAlltoAllConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, comm: Comm,
+         stream: CudaStream, config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclGatherConfig(const void* sendbuff, void* recvbuff, size_t count,
+    /// ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config)`
+    gather_config: GatherConfig = "ncclGatherConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32, comm: Comm,
+         stream: CudaStream, config: *const c_void) -> NcclResult;
+    /// `ncclResult_t ncclScatterConfig(const void* sendbuff, void* recvbuff, size_t count,
+    /// ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream, const ncclCollConfig_t* config)`
+    scatter_config: ScatterConfig = "ncclScatterConfig" since (2, 31, 2)
+        (send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32, comm: Comm,
+         stream: CudaStream, config: *const c_void) -> NcclResult;
+    // ---- end of the device-API, one-sided and per-collective-config block.
 }
 
 /// Every known symbol: name, first NCCL version that has it, prototype. In `Sym` order.
@@ -280,8 +416,11 @@ mod tests {
         I,
         Z,
         Id,
+        T,
+        M,
+        U,
     }
-    use A::{Id, I, P, Z};
+    use A::{Id, I, M, P, T, U, Z};
 
     const HEADER: &[(&str, &[A])] = &[
         ("ncclGetVersion", &[P]),
@@ -345,7 +484,54 @@ mod tests {
         ("ncclParamGetParameter", &[P, P, P]),
         ("ncclParamGetAllParameterKeys", &[P, P]),
         ("ncclParamDumpAll", &[]),
+        // The device-API, one-sided and per-collective-config block (2.32.3's nccl.h and
+        // nccl_device/host.h). `T`: ncclTeam by value, `M`: ncclMultimemHandle by value,
+        // `U`: unsigned int.
+        ("ncclDevCommCreate", &[P, P, P]),
+        ("ncclDevCommDestroy", &[P, P]),
+        ("ncclTeamWorld", &[P]),
+        ("ncclTeamLsa", &[P]),
+        ("ncclTeamRail", &[P]),
+        ("ncclTeamRankToWorld", &[P, T, I]),
+        ("ncclTeamRankToLsa", &[P, T, I]),
+        ("ncclLsaBarrierCreateRequirement", &[T, I, P, P]),
+        ("ncclLLA2ACalcSlots", &[I, I]),
+        ("ncclLLA2ACreateRequirement", &[I, I, P, P]),
+        ("ncclGinBarrierCreateRequirement", &[P, T, I, P, P]),
+        ("ncclWinGetUserPtr", &[P, P, P]),
+        ("ncclPutSignal", &[P, Z, I, I, P, Z, I, I, U, P, P]),
+        ("ncclSignal", &[I, I, I, U, P, P]),
+        ("ncclWaitSignal", &[I, P, P, P]),
+        ("ncclGetLsaMultimemDevicePointer", &[P, Z, P]),
+        ("ncclGetMultimemDevicePointer", &[P, Z, M, P]),
+        ("ncclGetLsaDevicePointer", &[P, Z, I, P]),
+        ("ncclGetPeerDevicePointer", &[P, Z, I, P]),
+        ("ncclTeamCft", &[P, I]),
+        ("ncclTeamCftMultimem", &[P]),
+        ("ncclGetMultimemDeviceLeInfo", &[P, Z, P, P]),
+        ("ncclGetCftDeviceLeInfo", &[P, Z, I, T, P, P]),
+        ("ncclGetPeerDeviceLeInfo", &[P, Z, I, P, P]),
+        ("ncclAllReduceConfig", &[P, P, Z, I, I, P, P, P]),
+        ("ncclBroadcastConfig", &[P, P, Z, I, I, P, P, P]),
+        ("ncclReduceConfig", &[P, P, Z, I, I, I, P, P, P]),
+        ("ncclAllGatherConfig", &[P, P, Z, I, P, P, P]),
+        ("ncclReduceScatterConfig", &[P, P, Z, I, I, P, P, P]),
+        ("ncclAlltoAllConfig", &[P, P, Z, I, P, P, P]),
+        ("ncclGatherConfig", &[P, P, Z, I, I, P, P, P]),
+        ("ncclScatterConfig", &[P, P, Z, I, I, P, P, P]),
     ];
+
+    /// The result types that are not `ncclResult_t`, as the headers write them.
+    fn header_result(name: &str) -> Option<Type> {
+        Some(match name {
+            "ncclGetErrorString" | "ncclGetLastError" => Type::Pointer,
+            "ncclTeamWorld" | "ncclTeamLsa" | "ncclTeamRail" | "ncclTeamCft" | "ncclTeamCftMultimem" => {
+                crate::nccl::team::team_type()
+            }
+            "ncclParamDumpAll" => return None,
+            _ => Type::I32, // ncclResult_t, and the int of ncclTeamRankTo*/ncclLLA2ACalcSlots
+        })
+    }
 
     #[test]
     fn every_declaration_matches_the_header() {
@@ -367,15 +553,13 @@ mod tests {
                     I => Type::I32,
                     Z => Type::U64,
                     Id => id.clone(),
+                    T => crate::nccl::team::team_type(),
+                    M => Type::Aggregate(crate::Aggregate::builder().field(Type::Pointer).build().unwrap()),
+                    U => Type::U32,
                 })
                 .collect();
             assert_eq!(signature.args(), &want[..], "{name}: arguments");
-            let ret = match sym {
-                Sym::GetErrorString | Sym::GetLastError => Some(Type::Pointer),
-                Sym::ParamDumpAll => None,
-                _ => Some(Type::I32),
-            };
-            assert_eq!(signature.ret(), ret.as_ref(), "{name}: result");
+            assert_eq!(signature.ret(), header_result(name).as_ref(), "{name}: result");
         }
     }
 

@@ -21,7 +21,11 @@ impl Communicator {
     /// # Safety
     ///
     /// NCCL's contract for `function` holds for `args`.
-    unsafe fn call_checked<A: CArgs>(&self, function: &Function<A, NcclResult>, args: A) -> Result<(), Error> {
+    pub(crate) unsafe fn call_checked<A: CArgs>(
+        &self,
+        function: &Function<A, NcclResult>,
+        args: A,
+    ) -> Result<(), Error> {
         let sym = function.sym();
         // SAFETY: the caller's contract.
         match unsafe { self.shared.call(function, args, Allow::Ready) }? {
@@ -101,9 +105,9 @@ impl Drop for CustomRedOp<'_> {
 /// unusable).
 #[derive(Debug)]
 pub struct Registration<'c> {
-    comm: &'c Communicator,
-    handle: *mut c_void,
-    window: bool,
+    pub(crate) comm: &'c Communicator,
+    pub(crate) handle: *mut c_void,
+    pub(crate) window: bool,
 }
 
 impl Registration<'_> {

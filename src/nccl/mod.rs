@@ -21,6 +21,7 @@
 
 mod bounded;
 mod buffers;
+mod collective_config;
 mod collectives;
 mod communicator;
 mod config;
@@ -28,6 +29,7 @@ mod coverage;
 mod create;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
+mod device_api;
 mod discovery;
 mod encryption;
 mod error;
@@ -35,6 +37,7 @@ mod functions;
 mod group;
 mod library;
 mod memory;
+mod one_sided;
 mod params;
 mod properties;
 pub mod rendezvous;
@@ -42,16 +45,22 @@ mod shared;
 mod simulate;
 mod state;
 mod suspend;
+mod team;
 mod types;
 mod version;
 mod wait;
 mod watchdog;
 
 pub use buffers::{DeviceBuffer, DeviceBufferMut, Stream};
+pub use collective_config::{coll_config_fields, coll_config_size, CollConfig, CollConfigBuffer};
 pub use communicator::{AbortHandle, Communicator};
 pub use config::{config_size, Config, ConfigBuffer};
 pub use coverage::Coverage;
 pub use create::{CommOptions, Pending, ShrinkMode};
+pub use device_api::{
+    DevResourceRequirements, GinBarrierHandle, LeInfo, LlA2aHandle, LsaBarrierHandle, MultimemHandle,
+    ResourceRequirement,
+};
 pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
 pub use encryption::{Encryption, PreSharedKey};
 pub use error::{Error, OsError};
@@ -59,11 +68,13 @@ pub use functions::Sym;
 pub use group::{Group, GroupScope};
 pub use library::{Discovery, Nccl};
 pub use memory::{CustomRedOp, DeviceAllocation, Registration};
+pub use one_sided::WaitSignalDesc;
 pub use params::{Param, ParamValue};
 pub use properties::{CommProperties, GinType};
 pub use simulate::{SimInfo, SIM_INFO_MAGIC};
 pub use state::{Cause, CommState, Timeouts};
 pub use suspend::SuspendFlags;
+pub use team::{CftTeamMode, Team};
 pub use types::{DataType, MemStat, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
 pub use version::{Flavor, Version};
 pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};

@@ -3,8 +3,9 @@
  * It records what every call received (function name, then each argument's bytes; the 128 id
  * bytes in full) and answers like NCCL would. FAKE_VERSION (an NCCL_VERSION_CODE) selects which
  * symbols exist and which behaviour is modelled:
- *   23203 -> 2.32.3 (everything), 21803 -> 2.18.3, 21701 -> 2.17.1 (non-blocking init writes
- *   the handle late), 2708 -> 2.7.8 (old version formula).
+ *   23203 -> 2.32.3 (everything), 23102 -> 2.31.2 (64-byte ncclCollConfig_t), 22803 -> 2.28.3
+ *   (the device API's first host helpers), 21803 -> 2.18.3, 21701 -> 2.17.1 (non-blocking init
+ *   writes the handle late), 2708 -> 2.7.8 (old version formula).
  *
  * Besides answering, it models what NCCL does that a caller can get wrong. Every behaviour cites
  * the NCCL source it models (tag v2.30.7-1 unless another is named; file:line):
@@ -1105,3 +1106,258 @@ ncclResult_t ncclSetEncryption(const fake_encryption *c) {
 }
 #endif
 /* ==== end of part A. */
+
+/* ==== The device-API host helpers (2.28.3+), one-sided calls (2.29.2) and per-collective
+ * configs (2.31.2): one block, so that other blocks appended to this file merge by
+ * concatenation. Each records its name and every argument's bytes (structs passed BY VALUE in
+ * full: ncclTeam's 12 bytes, ncclMultimemHandle's 8), and answers as the NCCL source cited. The
+ * stand-in's windows (0x5749 from ncclCommWindowRegister) do not know their communicator, so
+ * the window queries read a "device world" the tests set with fake_set_device_world(nranks,
+ * rank, lsaSize): NCCL finds it from the window (findCommAndHostWindowFromDeviceWindow). */
+#if AT_LEAST(22803)
+typedef struct ncclTeam { int nRanks, rank, stride; } ncclTeam_t;
+typedef struct { void *mcBasePtr; } ncclMultimemHandle_t;
+/* ncclDevResourceRequirements_t as 2.28.7-2.32.3 declare it (nccl_device/host.h). */
+typedef struct ncclDevResourceRequirements {
+    struct ncclDevResourceRequirements *next;
+    size_t bufferSize, bufferAlign;
+    uint32_t *outBufferHandle;
+    int ginSignalCount, ginCounterCount;
+    uint32_t *outGinSignalStart, *outGinCounterStart;
+} ncclDevResourceRequirements_t;
+typedef struct { uint32_t bufHandle; int nBarriers; } ncclLsaBarrierHandle_t;
+typedef struct { uint32_t bufHandle; uint32_t nSlots; } ncclLLA2AHandle_t;
+typedef struct { uint32_t signal0; uint32_t unused; } ncclGinBarrierHandle_t;
+
+static int dev_nranks = 1, dev_rank, dev_lsa_size; /* dev_lsa_size 0: every rank (one node) */
+static void *win_user_ptr;
+void fake_set_device_world(int nranks, int rank, int lsa_size) { dev_nranks = nranks; dev_rank = rank; dev_lsa_size = lsa_size; }
+void fake_set_win_user_ptr(void *p) { win_user_ptr = p; }
+static int lsa_size(ncclComm_t c) { return dev_lsa_size > 0 ? dev_lsa_size : c->nranks; }
+
+/* v2.30.7-1 src/nccl_device/core.cc:13-19: every rank, stride 1. */
+ncclTeam_t ncclTeamWorld(ncclComm_t comm) {
+    name("ncclTeamWorld"); ARG(live(comm)->rank);
+    return (ncclTeam_t){comm->nranks, comm->rank, 1};
+}
+/* core.cc:22-33: the load/store domain (devrState.lsaSize, lsaSelf). The stand-in's domains are
+ * consecutive blocks of lsa_size ranks. */
+ncclTeam_t ncclTeamLsa(ncclComm_t comm) {
+    name("ncclTeamLsa"); ARG(live(comm)->rank);
+    int n = lsa_size(comm);
+    return (ncclTeam_t){n, comm->rank % n, 1};
+}
+/* core.cc:36-45: one rank per domain, stride lsaSize. */
+ncclTeam_t ncclTeamRail(ncclComm_t comm) {
+    name("ncclTeamRail"); ARG(live(comm)->rank);
+    int n = lsa_size(comm);
+    return (ncclTeam_t){comm->nranks / n, comm->rank / n, n};
+}
+/* core.cc:48-51. */
+int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank) {
+    name("ncclTeamRankToWorld"); ARG(live(comm)->rank); ARG(team); ARG(rank);
+    int answer = comm->rank + (rank - team.rank) * team.stride;
+    memset(&team, 0xA5, sizeof team); /* the callee owns its copy */
+    return answer;
+}
+/* core.cc:53-58: lsaSelf + (rank - team.rank) * team.stride. */
+int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank) {
+    name("ncclTeamRankToLsa"); ARG(live(comm)->rank); ARG(team); ARG(rank);
+    return comm->rank % lsa_size(comm) + (rank - team.rank) * team.stride;
+}
+/* v2.30.7-1 src/nccl_device/lsa_barrier.cc:13-21. */
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers, ncclLsaBarrierHandle_t *outHandle,
+                                             ncclDevResourceRequirements_t *outReq) {
+    name("ncclLsaBarrierCreateRequirement"); ARG(team); ARG(nBarriers);
+    memset(outReq, 0, sizeof *outReq);
+    outHandle->nBarriers = nBarriers;
+    outReq->bufferSize = (size_t)(3 * nBarriers + nBarriers * team.nRanks) * sizeof(uint32_t);
+    outReq->bufferAlign = sizeof(uint32_t);
+    outReq->outBufferHandle = &outHandle->bufHandle;
+    return result();
+}
+/* v2.30.7-1 src/nccl_device/ll_a2a.cc:12-14 and 18-26. */
+int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
+    name("ncclLLA2ACalcSlots"); ARG(maxElts); ARG(maxEltSize);
+    return maxElts * ((maxEltSize + 7) / 8);
+}
+ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t *outHandle,
+                                        ncclDevResourceRequirements_t *outReq) {
+    name("ncclLLA2ACreateRequirement"); ARG(nBlocks); ARG(nSlots);
+    outHandle->nSlots = (uint32_t)nSlots;
+    memset(outReq, 0, sizeof *outReq);
+    outReq->bufferSize = (size_t)(nBlocks * (1 + 2 * nSlots) * 16);
+    outReq->bufferAlign = 16;
+    outReq->outBufferHandle = &outHandle->bufHandle;
+    return result();
+}
+/* ncclDevCommCreate/Destroy: recorded only. The stand-in has no device runtime to build an
+ * ncclDevComm_t from, so create answers ncclInvalidUsage (the stand-in's choice, not a model). */
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm) {
+    name("ncclDevCommCreate"); ARG(live(comm)->rank); ARG(reqs); ARG(outDevComm);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : ncclInvalidUsage;
+}
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm) {
+    name("ncclDevCommDestroy"); ARG(live(comm)->rank); ARG(devComm);
+    return result();
+}
+#endif
+
+#if AT_LEAST(22807)
+/* ncclGinBarrierCreateRequirement (v2.30.7-1 src/nccl_device/gin_barrier.cc:13-19): no buffer,
+ * nBarriers * team.nRanks GIN signals, their start stored into the handle. */
+ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+                                             ncclGinBarrierHandle_t *outHandle, ncclDevResourceRequirements_t *outReq) {
+    name("ncclGinBarrierCreateRequirement"); ARG(live(comm)->rank); ARG(team); ARG(nBarriers);
+    memset(outReq, 0, sizeof *outReq);
+    outReq->ginSignalCount = team.nRanks * nBarriers;
+    outReq->outGinSignalStart = &outHandle->signal0;
+    return result();
+}
+#endif
+
+#if AT_LEAST(22902)
+/* ncclWinGetUserPtr (v2.30.7-1 src/dev_runtime.cc:1593-1620): PtrCheck on the out-pointer;
+ * without symmetric support the answer is NULL with success. */
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr) {
+    name("ncclWinGetUserPtr"); ARG(live(comm)->rank); ARG(win);
+    if (!outUserPtr || !win) return ncclInvalidArgument;
+    *outUserPtr = win_user_ptr;
+    return result();
+}
+/* ncclPutSignal, ncclSignal, ncclWaitSignal (v2.30.7-1 src/collectives.cc:318-400): enqueued
+ * through ncclEnqueueCheck like the collectives. */
+ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype, int peer, ncclWindow_t peerWin,
+                           size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+    name("ncclPutSignal"); ARG(localbuff); ARG(count); ARG(datatype); ARG(peer); ARG(peerWin); ARG(peerWinOffset);
+    ARG(sigIdx); ARG(ctx); ARG(flags); ARG(live(comm)->rank); ARG(stream);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue_work(comm, stream);
+}
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
+    name("ncclSignal"); ARG(peer); ARG(sigIdx); ARG(ctx); ARG(flags); ARG(live(comm)->rank); ARG(stream);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue_work(comm, stream);
+}
+typedef struct { int opCnt, peer, sigIdx, ctx; } ncclWaitSignalDesc_t;
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs, ncclComm_t comm, cudaStream_t stream) {
+    name("ncclWaitSignal"); ARG(nDesc); put(signalDescs, sizeof *signalDescs * (size_t)(nDesc > 0 ? nDesc : 0));
+    ARG(live(comm)->rank); ARG(stream);
+    ncclResult_t r = result();
+    return r != ncclSuccess ? r : enqueue_work(comm, stream);
+}
+/* dev_runtime.cc:1700-1721: a NULL mcBasePtr is invalid; base + window offset + offset. The
+ * stand-in's windows sit at offset 0 of every mapping; NVLS is supported. */
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset, ncclMultimemHandle_t multimem, void **outPtr) {
+    name("ncclGetMultimemDevicePointer"); ARG(window); ARG(offset); ARG(multimem);
+    if (!window || !outPtr || !multimem.mcBasePtr) return ncclInvalidArgument;
+    *outPtr = (char *)multimem.mcBasePtr + offset;
+    return result();
+}
+/* The stand-in's multicast mapping of a window is at 0x4d430000 (dev_runtime.cc:1724-1741). */
+ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void **outPtr) {
+    name("ncclGetLsaMultimemDevicePointer"); ARG(window); ARG(offset);
+    if (!window || !outPtr) return ncclInvalidArgument;
+    *outPtr = (void *)(0x4d430000u + offset);
+    return result();
+}
+/* dev_runtime.cc:1744-1765: lsaRank outside [0, lsaSize) is ncclInvalidArgument; load/store
+ * peer p's buffer of the window is at 0x10000000 * (p + 1) in the stand-in. */
+static int dev_lsa(void) { return dev_lsa_size > 0 ? dev_lsa_size : dev_nranks; }
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank, void **outPtr) {
+    name("ncclGetLsaDevicePointer"); ARG(window); ARG(offset); ARG(lsaRank);
+    if (!window || !outPtr) return ncclInvalidArgument;
+    if (lsaRank < 0 || lsaRank >= dev_lsa()) return ncclInvalidArgument;
+    *outPtr = (void *)(0x10000000ul * (unsigned long)(lsaRank + 1) + offset);
+    return result();
+}
+/* dev_runtime.cc:1768-1800: peer outside the world is ncclInvalidArgument; a peer outside this
+ * rank's load/store domain gives NULL with success. */
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void **outPtr) {
+    name("ncclGetPeerDevicePointer"); ARG(window); ARG(offset); ARG(peer);
+    if (!window || !outPtr) return ncclInvalidArgument;
+    if (peer < 0 || peer >= dev_nranks) return ncclInvalidArgument;
+    int n = dev_lsa(), lsa = peer - (dev_rank - dev_rank % n);
+    *outPtr = lsa < 0 || lsa >= n ? NULL : (void *)(0x10000000ul * (unsigned long)(lsa + 1) + offset);
+    return result();
+}
+#endif
+
+#if AT_LEAST(23102)
+/* 2.31.2 and later: the mirror's tags end at v2.30.7-1, so these follow the 2.31.2/2.32.3
+ * headers only. ncclTeamCft and ncclTeamCftMultimem answer the load/store team (recorded with
+ * their mode); the LE-info queries answer engine 0 at the offset. */
+ncclTeam_t ncclTeamCft(ncclComm_t comm, int mode) {
+    name("ncclTeamCft"); ARG(live(comm)->rank); ARG(mode);
+    int n = lsa_size(comm);
+    return (ncclTeam_t){n, comm->rank % n, 1};
+}
+ncclTeam_t ncclTeamCftMultimem(ncclComm_t comm) {
+    name("ncclTeamCftMultimem"); ARG(live(comm)->rank);
+    int n = lsa_size(comm);
+    return (ncclTeam_t){n, comm->rank % n, 1};
+}
+ncclResult_t ncclGetMultimemDeviceLeInfo(ncclWindow_t window, size_t offset, uint32_t *leId, size_t *leOffset) {
+    name("ncclGetMultimemDeviceLeInfo"); ARG(window); ARG(offset);
+    if (!window || !leId || !leOffset) return ncclInvalidArgument;
+    *leId = 0; *leOffset = offset;
+    return result();
+}
+ncclResult_t ncclGetCftDeviceLeInfo(ncclWindow_t window, size_t offset, int peerCft, ncclTeam_t cftTeam, uint32_t *leId,
+                                    size_t *leOffset) {
+    name("ncclGetCftDeviceLeInfo"); ARG(window); ARG(offset); ARG(peerCft); ARG(cftTeam);
+    if (!window || !leId || !leOffset || peerCft < 0 || peerCft >= cftTeam.nRanks) return ncclInvalidArgument;
+    *leId = (uint32_t)peerCft; *leOffset = offset;
+    return result();
+}
+ncclResult_t ncclGetPeerDeviceLeInfo(ncclWindow_t window, size_t offset, int peerWorld, uint32_t *leId, size_t *leOffset) {
+    name("ncclGetPeerDeviceLeInfo"); ARG(window); ARG(offset); ARG(peerWorld);
+    if (!window || !leId || !leOffset || peerWorld < 0 || peerWorld >= dev_nranks) return ncclInvalidArgument;
+    *leId = (uint32_t)peerWorld; *leOffset = offset;
+    return result();
+}
+
+/* ncclCollConfig_t: 64 bytes in 2.31.2 (ncclCollConfig_v23100), 72 in 2.32.3 (_v23200). The
+ * library's own copy is read as ncclConfig_t is (v2.30.7-1 src/init.cc:2258-2268, the model
+ * here): the caller's size clamped to the library's sizeof, bytes copied, a magic other than
+ * NCCL_API_MAGIC refused with ncclInvalidArgument ("An uninitialized config will result in a
+ * NCCL error", nccl.h). Recorded: the size field, then the bytes the library read. */
+#define COLL_CONFIG_SIZE (AT_LEAST(23203) ? 72u : 64u)
+static ncclResult_t read_coll_config(const void *config) {
+    size_t size = 0;
+    unsigned char copy[72] = {0};
+    if (!config) return ncclInvalidArgument;
+    memcpy(&size, config, sizeof size);
+    ARG(size);
+    size_t real = size > COLL_CONFIG_SIZE ? COLL_CONFIG_SIZE : size;
+    memcpy(copy, config, real);
+    put(copy, real);
+    unsigned magic;
+    memcpy(&magic, copy + 8, sizeof magic);
+    return magic == 0xcafebeefu ? ncclSuccess : ncclInvalidArgument;
+}
+#define COLL_CONFIG(fn, params, record) \
+    ncclResult_t fn params { \
+        name(#fn); record; \
+        ncclResult_t r = read_coll_config(config); \
+        if (r == ncclSuccess) r = result(); \
+        return r != ncclSuccess ? r : enqueue_work(c, st); }
+COLL_CONFIG(ncclAllReduceConfig, (const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(op), ARG(live(c)->rank), ARG(st)))
+COLL_CONFIG(ncclBroadcastConfig, (const void *s, void *d, size_t n, ncclDataType_t t, int root, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(root), ARG(live(c)->rank), ARG(st)))
+COLL_CONFIG(ncclReduceConfig, (const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(op), ARG(root), ARG(live(c)->rank), ARG(st)))
+COLL_CONFIG(ncclAllGatherConfig, (const void *s, void *d, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(live(c)->rank), ARG(st)))
+COLL_CONFIG(ncclReduceScatterConfig, (const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(op), ARG(live(c)->rank), ARG(st)))
+COLL_CONFIG(ncclAlltoAllConfig, (const void *s, void *d, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(live(c)->rank), ARG(st)))
+COLL_CONFIG(ncclGatherConfig, (const void *s, void *d, size_t n, ncclDataType_t t, int root, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(root), ARG(live(c)->rank), ARG(st)))
+COLL_CONFIG(ncclScatterConfig, (const void *s, void *d, size_t n, ncclDataType_t t, int root, ncclComm_t c, cudaStream_t st, const void *config),
+            (ARG(s), ARG(d), ARG(n), ARG(t), ARG(root), ARG(live(c)->rank), ARG(st)))
+#endif
+/* ==== end of the device-API, one-sided and per-collective-config block ==== */

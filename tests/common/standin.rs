@@ -10,8 +10,8 @@ use nccl_trampoline::cuda::Driver;
 use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{DeviceBuffer, DeviceBufferMut, Nccl, Stream, UniqueId};
 
-/// Every stand-in NCCL build: 2.32.3, 2.18.3, 2.17.1 (late init write), 2.7.8.
-pub const VERSIONS: [u32; 4] = [23203, 21803, 21701, 2708];
+/// Every stand-in NCCL build: 2.32.3, 2.31.2, 2.28.3, 2.18.3, 2.17.1 (late init write), 2.7.8.
+pub const VERSIONS: [u32; 6] = [23203, 23102, 22803, 21803, 21701, 2708];
 
 /// The stand-in NCCL built as `code`, named `libnccl.so.2`.
 pub fn fake_nccl(code: u32) -> PathBuf {

@@ -4,7 +4,7 @@
 //! "Ok" means enqueued: a non-blocking communicator's `ncclInProgress` is waited out (within the
 //! operation timeout) before a collective returns, never passed off as success.
 
-mod typed;
+pub(crate) mod typed;
 
 use core::ffi::c_void;
 
@@ -128,7 +128,7 @@ impl Communicator {
     ///
     /// NCCL's contract for `function` holds for the arguments `args` makes (buffers, stream).
     #[inline(always)]
-    unsafe fn enqueue<A: CArgs>(
+    pub(crate) unsafe fn enqueue<A: CArgs>(
         &self,
         function: &Function<A, NcclResult>,
         args: impl FnOnce(*mut c_void) -> A,

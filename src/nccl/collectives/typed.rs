@@ -12,7 +12,7 @@ use crate::nccl::types::{NcclScalar, RedOp};
 impl Communicator {
     /// The safe forms' checks: the stream's and each buffer's device is the communicator's, and
     /// a buffer bound to a stream is used on that stream.
-    fn check_access(
+    pub(crate) fn check_access(
         &self,
         stream: &dyn Stream,
         buffers: &[(&'static str, Option<i32>, Option<*mut c_void>)],
@@ -32,7 +32,7 @@ impl Communicator {
         Ok(())
     }
 
-    fn ranks(&self) -> Result<usize, Error> {
+    pub(crate) fn ranks(&self) -> Result<usize, Error> {
         usize::try_from(self.count()?)
             .map_err(|_| Error::ImpossibleOutput { function: "ncclCommCount", what: "a negative count" })
     }
@@ -148,7 +148,7 @@ impl Communicator {
     // group, at its end inside a `GroupScope`.
 
     /// A two-buffer collective: the device and stream checks, both accesses, then `enqueue`.
-    fn two_buffers<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+    pub(crate) fn two_buffers<'b, T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
         &self,
         what: [&'static str; 2],
         send: &'b B,
@@ -164,7 +164,7 @@ impl Communicator {
     }
 
     /// A collective on one buffer it writes: the checks, the access, then `enqueue`.
-    fn one_buffer<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+    pub(crate) fn one_buffer<'b, T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
         &self,
         what: &'static str,
         buf: &'b mut M,
@@ -313,7 +313,7 @@ impl Communicator {
     }
 }
 
-fn at_least(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {
+pub(crate) fn at_least(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {
     if got < expected {
         return Err(Error::LengthMismatch { what, expected, got });
     }

@@ -1,0 +1,509 @@
+//! `ncclCollConfig_t` and the per-collective `nccl*Config` calls (2.31.2).
+//!
+//! Like `ncclConfig_t`, the struct is versioned by `size`, `magic` and `version` and only grows
+//! at the end: 2.31.2 (`ncclCollConfig_v23100`) is 64 bytes, 2.32.3 (`ncclCollConfig_v23200`)
+//! adds `launchCompletionEvent` at 64 (72 bytes). The buffer is written for the loaded
+//! library: its size and version code, only fields it knows (a newer one is refused, not
+//! dropped), every unset field at the header initializer's value (`NCCL_CONFIG_UNDEF_*`,
+//! `forceAlgSelection` 1, `userProfilerTag` 0). The offsets are checked against the C compiler
+//! reading both headers (tests/c/coll_config_layout.c).
+
+use core::ffi::c_void;
+use std::ffi::CString;
+
+use crate::nccl::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
+use crate::nccl::collectives::typed::at_least;
+use crate::nccl::communicator::Communicator;
+use crate::nccl::config::{MAGIC, UNDEF_INT};
+use crate::nccl::error::Error;
+use crate::nccl::group;
+use crate::nccl::library::Nccl;
+use crate::nccl::types::{DataType, NcclScalar, RedOp};
+use crate::nccl::version::Version;
+use crate::nccl::watchdog::OpInfo;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Int,
+    U64,
+    Ptr,
+}
+
+struct FieldInfo {
+    name: &'static str,
+    offset: usize,
+    kind: Kind,
+    since: Version,
+}
+
+const fn f(name: &'static str, offset: usize, kind: Kind, since: (u32, u32, u32)) -> FieldInfo {
+    FieldInfo { name, offset, kind, since: Version::new(since.0, since.1, since.2) }
+}
+
+/// Every field after the header (`size`@0, `magic`@8, `version`@12), with its offset on 64-bit
+/// Linux and the version that added it.
+const FIELDS: &[FieldInfo] = &[
+    f("ext", 16, Kind::Ptr, (2, 31, 2)),
+    f("minCTAs", 24, Kind::Int, (2, 31, 2)),
+    f("maxCTAs", 28, Kind::Int, (2, 31, 2)),
+    f("nvlsCTAs", 32, Kind::Int, (2, 31, 2)),
+    f("cgaClusterSize", 36, Kind::Int, (2, 31, 2)),
+    f("algSelection", 40, Kind::Ptr, (2, 31, 2)),
+    f("forceAlgSelection", 48, Kind::Int, (2, 31, 2)),
+    f("CTAPolicy", 52, Kind::Int, (2, 31, 2)),
+    f("userProfilerTag", 56, Kind::U64, (2, 31, 2)),
+    f("launchCompletionEvent", 64, Kind::Ptr, (2, 32, 3)),
+];
+
+/// `ncclCollConfig_t` as the 2.32.3 header declares it, kept only to check [`FIELDS`] against
+/// Rust's `#[repr(C)]` layout at compile time (the tests check it against the C compiler).
+#[repr(C)]
+#[allow(dead_code, non_snake_case)]
+struct CollConfigV23200 {
+    size: usize,
+    magic: u32,
+    version: u32,
+    ext: *mut c_void,
+    minCTAs: i32,
+    maxCTAs: i32,
+    nvlsCTAs: i32,
+    cgaClusterSize: i32,
+    algSelection: *const core::ffi::c_char,
+    forceAlgSelection: i32,
+    CTAPolicy: i32,
+    userProfilerTag: u64,
+    launchCompletionEvent: *mut c_void,
+}
+
+macro_rules! field_offsets_match {
+    ($($i:literal => $f:ident),* $(,)?) => {$(
+        static_assertions::const_assert_eq!(FIELDS[$i].offset, core::mem::offset_of!(CollConfigV23200, $f));
+    )*};
+}
+field_offsets_match!(
+    0 => ext, 1 => minCTAs, 2 => maxCTAs, 3 => nvlsCTAs, 4 => cgaClusterSize, 5 => algSelection,
+    6 => forceAlgSelection, 7 => CTAPolicy, 8 => userProfilerTag, 9 => launchCompletionEvent,
+);
+static_assertions::const_assert_eq!(core::mem::size_of::<CollConfigV23200>(), 72);
+
+/// `sizeof(ncclCollConfig_t)` in the header of `version` (`None` before 2.31.2: no such struct).
+pub fn coll_config_size(version: Version) -> Option<usize> {
+    match version {
+        v if v >= Version::new(2, 32, 3) => Some(72),
+        v if v >= Version::new(2, 31, 2) => Some(64),
+        _ => None,
+    }
+}
+
+/// The fields of `ncclCollConfig_t` in the header of `version`, by C name and offset, in
+/// declaration order (the header's three first): for checks against the C compiler.
+pub fn coll_config_fields(version: Version) -> Vec<(&'static str, usize)> {
+    let mut out = vec![("size", 0), ("magic", 8), ("version", 12)];
+    out.extend(FIELDS.iter().filter(|f| f.since <= version).map(|f| (f.name, f.offset)));
+    out
+}
+
+/// Largest `ncclCollConfig_t` this crate writes.
+const MAX_COLL_CONFIG: usize = 72;
+
+/// Options of one collective call, written as `ncclCollConfig_t` for the loaded library by the
+/// `*_config_raw` calls. Unset fields keep the header initializer's values (NCCL picks).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CollConfig {
+    ints: Vec<(&'static str, i32)>,
+    alg_selection: Option<String>,
+    profiler_tag: Option<u64>,
+    launch_completion_event: Option<usize>,
+}
+
+impl CollConfig {
+    /// Every field at NCCL's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn int(mut self, name: &'static str, value: i32) -> Self {
+        self.ints.retain(|(n, _)| *n != name);
+        self.ints.push((name, value));
+        self
+    }
+
+    /// `minCTAs` and `maxCTAs` (`maxCTAs` at most the communicator's).
+    pub fn ctas(self, min: i32, max: i32) -> Self {
+        self.int("minCTAs", min).int("maxCTAs", max)
+    }
+
+    /// `nvlsCTAs`: the NVLS channel cap.
+    pub fn nvls_ctas(self, ctas: i32) -> Self {
+        self.int("nvlsCTAs", ctas)
+    }
+
+    /// `cgaClusterSize` (the same for every collective of a group).
+    pub fn cga_cluster_size(self, size: i32) -> Self {
+        self.int("cgaClusterSize", size)
+    }
+
+    /// `algSelection`: which algorithms this call may use (NCCL's selection string).
+    pub fn alg_selection(mut self, selection: &str) -> Self {
+        self.alg_selection = Some(selection.to_string());
+        self
+    }
+
+    /// `forceAlgSelection` (default true: an unsatisfiable selection is an error).
+    pub fn force_alg_selection(self, force: bool) -> Self {
+        self.int("forceAlgSelection", i32::from(force))
+    }
+
+    /// `CTAPolicy`: an `NCCL_CTA_POLICY_*` bitmask.
+    pub fn cta_policy(self, policy: i32) -> Self {
+        self.int("CTAPolicy", policy)
+    }
+
+    /// `userProfilerTag`: handed to profiler plugins verbatim (values with the top bit set are
+    /// reserved by NCCL and refused).
+    pub fn user_profiler_tag(mut self, tag: u64) -> Self {
+        self.profiler_tag = Some(tag);
+        self
+    }
+
+    /// `launchCompletionEvent` (2.32.3): a `cudaEvent_t` made with `cudaEventDisableTiming`,
+    /// recorded when the collective's kernel launched. Every rank passes one, or none.
+    pub fn launch_completion_event(mut self, event: *mut c_void) -> Self {
+        self.launch_completion_event = Some(event as usize);
+        self
+    }
+
+    /// True when the config carries a CUDA event (the raw calls' contract then covers it).
+    pub fn has_event(&self) -> bool {
+        self.launch_completion_event.is_some()
+    }
+
+    /// Writes the config for a library of `version`. Errors: the library has no per-collective
+    /// config (before 2.31.2), a field it does not know, a selection string with a NUL byte, a
+    /// reserved profiler tag, or only one of minCTAs/maxCTAs.
+    pub fn encode(&self, version: Version) -> Result<CollConfigBuffer, Error> {
+        let size = coll_config_size(version).ok_or_else(|| Error::Unsupported {
+            symbol: "ncclCollConfig_t",
+            needs: Version::new(2, 31, 2),
+            loaded: version,
+        })?;
+        let mut buf = CollConfigBuffer { words: [0; MAX_COLL_CONFIG / 8], len: size, selection: None };
+        buf.put(0, &(size as u64).to_ne_bytes());
+        buf.put(8, &MAGIC.to_ne_bytes());
+        buf.put(12, &(version.code() as u32).to_ne_bytes());
+        // The header initializer's values for every field this version has.
+        for field in FIELDS.iter().filter(|f| f.since <= version) {
+            match (field.name, field.kind) {
+                ("forceAlgSelection", _) => buf.put(field.offset, &1i32.to_ne_bytes()),
+                (_, Kind::Int) => buf.put(field.offset, &UNDEF_INT.to_ne_bytes()),
+                (_, Kind::U64 | Kind::Ptr) => buf.put(field.offset, &0u64.to_ne_bytes()),
+            }
+        }
+        let has = |n: &str| self.ints.iter().any(|(f, _)| *f == n);
+        if has("minCTAs") != has("maxCTAs") {
+            return Err(Error::InvalidArgument { what: "minCTAs and maxCTAs must be set together" });
+        }
+        let field = |name: &str| -> Result<&FieldInfo, Error> {
+            let f = FIELDS.iter().find(|f| f.name == name).expect("the setters name known fields");
+            if f.since > version {
+                return Err(Error::Unsupported { symbol: f.name, needs: f.since, loaded: version });
+            }
+            Ok(f)
+        };
+        for (name, value) in &self.ints {
+            buf.put(field(name)?.offset, &value.to_ne_bytes());
+        }
+        if let Some(tag) = self.profiler_tag {
+            if tag >> 63 != 0 {
+                return Err(Error::InvalidArgument { what: "userProfilerTag values with the top bit set are NCCL's" });
+            }
+            buf.put(field("userProfilerTag")?.offset, &tag.to_ne_bytes());
+        }
+        if let Some(event) = self.launch_completion_event {
+            buf.put(field("launchCompletionEvent")?.offset, &(event as u64).to_ne_bytes());
+        }
+        if let Some(s) = &self.alg_selection {
+            let offset = field("algSelection")?.offset;
+            let c = CString::new(s.as_str())
+                .map_err(|_| Error::InvalidArgument { what: "algSelection contains a NUL byte" })?;
+            // A CString's bytes stay where they are when the CString moves into the buffer.
+            buf.put(offset, &(c.as_ptr() as u64).to_ne_bytes());
+            buf.selection = Some(c);
+        }
+        Ok(buf)
+    }
+}
+
+/// An encoded `ncclCollConfig_t`, with the selection string it points to. Keep it alive for
+/// the call.
+#[derive(Debug)]
+pub struct CollConfigBuffer {
+    words: [u64; MAX_COLL_CONFIG / 8],
+    len: usize,
+    selection: Option<CString>,
+}
+
+impl CollConfigBuffer {
+    fn put(&mut self, offset: usize, bytes: &[u8]) {
+        // SAFETY: the words array is MAX_COLL_CONFIG plain bytes.
+        let all = unsafe { core::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), MAX_COLL_CONFIG) };
+        all[offset..offset + bytes.len()].copy_from_slice(bytes);
+    }
+
+    /// The bytes NCCL will read (`size` of them).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: as in `put`; len <= MAX_COLL_CONFIG.
+        unsafe { core::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// Pointer to pass as `const ncclCollConfig_t *` (8-aligned).
+    pub fn as_ptr(&self) -> *const c_void {
+        self.words.as_ptr().cast()
+    }
+}
+
+/// The raw per-collective-config entry points: one line each gives the method, the function
+/// of the NCCL table it calls, its arguments before `comm`, `stream` and `config`, and what the
+/// watchdog reports for it.
+macro_rules! raw_config_collectives {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident = $function:ident ( $( $arg:ident : $ty:ty ),* ) count: $count:ident, type: $dtype:ident, peer: $peer:expr;
+    )*) => {
+        impl Communicator {
+            $(
+                $(#[$doc])*
+                #[allow(clippy::too_many_arguments)]
+                pub unsafe fn $name(&self, $( $arg: $ty, )* config: &CollConfig, stream: *mut c_void) -> Result<(), Error> {
+                    let nccl = &self.shared.nccl;
+                    let function = &nccl.functions().$function;
+                    if !nccl.has_sym(function.sym()) {
+                        return Err(nccl.unsupported(function.sym()));
+                    }
+                    let buf = config.encode(nccl.version())?;
+                    let cfg = buf.as_ptr();
+                    let op = OpInfo { name: Nccl::name(function.sym()), count: $count, data_type: $dtype, peer: $peer };
+                    // SAFETY: the caller's contract (this method's); `comm` is this
+                    // communicator's live handle, read under the call lock; `buf` outlives the
+                    // call (NCCL reads the config during it).
+                    unsafe { self.enqueue(function, |comm| ($( $arg, )* comm, stream, cfg), stream, op) }
+                }
+            )*
+        }
+    };
+}
+
+raw_config_collectives! {
+    /// `ncclAllReduceConfig` (2.31.2): [`all_reduce_raw`](Self::all_reduce_raw) with `config`.
+    ///
+    /// # Safety
+    ///
+    /// As [`all_reduce_raw`](Self::all_reduce_raw); a launch-completion event in `config` must
+    /// be a live CUDA event of this device.
+    fn all_reduce_config_raw = all_reduce_config(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp)
+        count: count, type: dtype, peer: None;
+    /// `ncclBroadcastConfig` (2.31.2).
+    ///
+    /// # Safety
+    ///
+    /// As [`broadcast_raw`](Self::broadcast_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
+    fn broadcast_config_raw = broadcast_config(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
+        count: count, type: dtype, peer: Some(root);
+    /// `ncclReduceConfig` (2.31.2).
+    ///
+    /// # Safety
+    ///
+    /// As [`reduce_raw`](Self::reduce_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
+    fn reduce_config_raw = reduce_config(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, root: i32)
+        count: count, type: dtype, peer: Some(root);
+    /// `ncclAllGatherConfig` (2.31.2).
+    ///
+    /// # Safety
+    ///
+    /// As [`all_gather_raw`](Self::all_gather_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
+    fn all_gather_config_raw = all_gather_config(send: *const c_void, recv: *mut c_void, send_count: usize, dtype: DataType)
+        count: send_count, type: dtype, peer: None;
+    /// `ncclReduceScatterConfig` (2.31.2).
+    ///
+    /// # Safety
+    ///
+    /// As [`reduce_scatter_raw`](Self::reduce_scatter_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
+    fn reduce_scatter_config_raw = reduce_scatter_config(send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: DataType, op: RedOp)
+        count: recv_count, type: dtype, peer: None;
+    /// `ncclAlltoAllConfig` (2.31.2).
+    ///
+    /// # Safety
+    ///
+    /// As [`all_to_all_raw`](Self::all_to_all_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
+    fn all_to_all_config_raw = all_to_all_config(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType)
+        count: count, type: dtype, peer: None;
+    /// `ncclGatherConfig` (2.31.2).
+    ///
+    /// # Safety
+    ///
+    /// As [`gather_raw`](Self::gather_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
+    fn gather_config_raw = gather_config(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
+        count: count, type: dtype, peer: Some(root);
+    /// `ncclScatterConfig` (2.31.2).
+    ///
+    /// # Safety
+    ///
+    /// As [`scatter_raw`](Self::scatter_raw) and [`all_reduce_config_raw`](Self::all_reduce_config_raw).
+    fn scatter_config_raw = scatter_config(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
+        count: count, type: dtype, peer: Some(root);
+}
+
+/// The safe forms on typed buffers (outside a group, as the other safe collectives): the same
+/// device, stream and length checks as [`Communicator::all_reduce`] and its siblings, then the
+/// `nccl*Config` call with `config` written for the loaded library.
+impl Communicator {
+    /// `ncclAllReduceConfig` (2.31.2) of typed device buffers; `recv` holds at least
+    /// `send.len()` elements.
+    pub fn all_reduce_config<T: NcclScalar, S: Stream>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        at_least("all_reduce recv", send.len(), recv.len())?;
+        let n = send.len();
+        self.two_buffers(["all_reduce send", "all_reduce recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts and the length checked above; no event.
+            unsafe { self.all_reduce_config_raw(s, r, n, T::DATA_TYPE, op, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// `ncclBroadcastConfig` (2.31.2) in place: `buf` from `root` to every rank.
+    pub fn broadcast_config<T: NcclScalar, S: Stream>(
+        &self,
+        buf: &mut impl DeviceBufferMut<T>,
+        root: i32,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        let n = buf.len();
+        self.one_buffer("broadcast buffer", buf, stream, |p| {
+            // SAFETY: the buffer trait's contract; in place; no event.
+            unsafe { self.broadcast_config_raw(p, p, n, T::DATA_TYPE, root, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// `ncclAllGatherConfig` (2.31.2): `recv` holds at least `send.len() * nranks` elements.
+    pub fn all_gather_config<T: NcclScalar, S: Stream>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        at_least("all_gather recv", send.len().saturating_mul(self.ranks()?), recv.len())?;
+        let count = send.len();
+        self.two_buffers(["all_gather send", "all_gather recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts and the length checked above; no event.
+            unsafe { self.all_gather_config_raw(s, r, count, T::DATA_TYPE, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// `ncclReduceScatterConfig` (2.31.2): `send` holds at least `recv.len() * nranks` elements.
+    pub fn reduce_scatter_config<T: NcclScalar, S: Stream>(
+        &self,
+        send: &impl DeviceBuffer<T>,
+        recv: &mut impl DeviceBufferMut<T>,
+        op: RedOp,
+        config: &CollConfig,
+        stream: &S,
+    ) -> Result<(), Error> {
+        group::refuse_safe_in_group()?;
+        self.refuse_event(config)?;
+        at_least("reduce_scatter send", recv.len().saturating_mul(self.ranks()?), send.len())?;
+        let count = recv.len();
+        self.two_buffers(["reduce_scatter send", "reduce_scatter recv"], send, recv, stream, |s, r| {
+            // SAFETY: the buffer traits' contracts and the length checked above; no event.
+            unsafe { self.reduce_scatter_config_raw(s, r, count, T::DATA_TYPE, op, config, stream.as_raw()) }
+        })
+        .map(drop)
+    }
+
+    /// The safe forms cannot vouch for a raw CUDA event: a config carrying one goes through
+    /// the `*_config_raw` calls, whose contract covers it.
+    fn refuse_event(&self, config: &CollConfig) -> Result<(), Error> {
+        if config.has_event() {
+            return Err(Error::InvalidArgument {
+                what: "launchCompletionEvent needs the *_config_raw calls (a raw CUDA event)",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i32_at(b: &[u8], off: usize) -> i32 {
+        i32::from_ne_bytes(b[off..off + 4].try_into().unwrap())
+    }
+    fn u64_at(b: &[u8], off: usize) -> u64 {
+        u64::from_ne_bytes(b[off..off + 8].try_into().unwrap())
+    }
+
+    #[test]
+    fn written_for_the_loaded_version_with_the_initializer_defaults() {
+        for (v, size) in [(Version::new(2, 31, 2), 64), (Version::new(2, 32, 3), 72)] {
+            let c = CollConfig::new().encode(v).unwrap();
+            let b = c.as_bytes();
+            assert_eq!((b.len(), u64_at(b, 0)), (size, size as u64));
+            assert_eq!(i32_at(b, 8) as u32, MAGIC);
+            assert_eq!(i32_at(b, 12), v.code());
+            assert_eq!(u64_at(b, 16), 0, "ext");
+            for off in [24, 28, 32, 36, 52] {
+                assert_eq!(i32_at(b, off), UNDEF_INT, "{off}");
+            }
+            assert_eq!((u64_at(b, 40), i32_at(b, 48), u64_at(b, 56)), (0, 1, 0));
+        }
+    }
+
+    #[test]
+    fn newer_fields_and_older_libraries_are_refused() {
+        let err =
+            CollConfig::new().launch_completion_event(8 as *mut c_void).encode(Version::new(2, 31, 2)).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { symbol: "launchCompletionEvent", .. }), "{err}");
+        let err = CollConfig::new().encode(Version::new(2, 30, 7)).unwrap_err();
+        assert!(matches!(err, Error::Unsupported { symbol: "ncclCollConfig_t", .. }), "{err}");
+        assert!(CollConfig::new().int("minCTAs", 2).encode(Version::new(2, 32, 3)).is_err());
+        assert!(CollConfig::new().user_profiler_tag(1 << 63).encode(Version::new(2, 32, 3)).is_err());
+        assert!(CollConfig::new().alg_selection("ring\0").encode(Version::new(2, 32, 3)).is_err());
+    }
+
+    #[test]
+    fn set_fields_land_at_their_offsets() {
+        let c = CollConfig::new()
+            .ctas(2, 16)
+            .nvls_ctas(4)
+            .cga_cluster_size(2)
+            .alg_selection("allreduce:ring")
+            .force_alg_selection(false)
+            .cta_policy(1)
+            .user_profiler_tag(0x1234_5678_9abc)
+            .launch_completion_event(0x4556 as *mut c_void)
+            .encode(Version::new(2, 32, 3))
+            .unwrap();
+        let b = c.as_bytes();
+        assert_eq!([i32_at(b, 24), i32_at(b, 28), i32_at(b, 32), i32_at(b, 36)], [2, 16, 4, 2]);
+        assert_eq!((i32_at(b, 48), i32_at(b, 52), u64_at(b, 56), u64_at(b, 64)), (0, 1, 0x1234_5678_9abc, 0x4556));
+        // SAFETY: points to the CString the buffer owns.
+        let s = unsafe { std::ffi::CStr::from_ptr(u64_at(b, 40) as usize as *const core::ffi::c_char) };
+        assert_eq!(s.to_str().unwrap(), "allreduce:ring");
+    }
+}
