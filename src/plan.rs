@@ -7,10 +7,12 @@ use core::fmt;
 use crate::abi::{Abi, Placement};
 use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, STATUS_OK};
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
+use crate::error::Error;
 use crate::error::TypeDescription;
 use crate::program::{self, Mode};
 use crate::typed::{aggregate_result, CArgs, CRet, TypedFn, AGGREGATE_RESULT_HEADER, AGGREGATE_RESULT_MAX_ARGS};
-use crate::{Complex, Error, Signature, Type};
+use crate::types::{Signature, Type};
+use crate::wide::Complex;
 
 /// A signature prepared for calling through the assembly core.
 ///
@@ -456,7 +458,7 @@ pub fn arg<T>(value: &T) -> *const c_void {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Aggregate;
+    use crate::types::Aggregate;
     use core::ptr;
 
     extern "C" fn add(a: i32, b: i32) -> i32 {

@@ -13,7 +13,13 @@
 use core::ffi::c_void;
 use core::mem::MaybeUninit;
 
-use crate::{CArgs, CRet, CallPlan, Error, Signature, Type, TypedFn};
+use crate::error::Error;
+
+use crate::plan::CallPlan;
+
+use crate::typed::{CArgs, CRet, TypedFn};
+
+use crate::types::{Signature, Type};
 
 /// A loaded library, as tables are resolved in it (libloading's).
 pub use libloading::Library;

@@ -25,7 +25,7 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::engine::{self, TypedEntry};
-use crate::Type;
+use crate::types::Type;
 
 /// A Rust type that has the layout of one C argument type and is passed as that type.
 ///

@@ -1,9 +1,9 @@
 //! C types as the call core sees them: scalars, aggregates described by their field layout,
 //! and signatures. Nothing here knows about registers; `crate::abi` maps these to locations.
 
+use crate::error::Error;
 use crate::error::TypeDescription;
 use crate::limits::{MAX_AGGREGATE_BYTES, MAX_ALIGN, MAX_ARGS, MAX_NESTING};
-use crate::Error;
 
 /// A C argument or return type.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! Rust's `i128` / `u128` (16-aligned like C's since Rust 1.77).
 
 use crate::typed::{CArg, CRet};
-use crate::Type;
+use crate::types::Type;
 
 /// A C `long double` as its 16 bytes (16-aligned): on x86-64 the 80-bit x87 extended format in
 /// the low 10 bytes (64-bit mantissa with its explicit integer bit, then sign and 15-bit

@@ -8,8 +8,9 @@ pub mod aapcs64;
 pub mod lp64d;
 pub mod sysv_x86_64;
 
+use crate::error::Error;
 use crate::limits::{MAX_COPY_BYTES, MAX_STACK_BYTES};
-use crate::{Error, Signature};
+use crate::types::Signature;
 
 /// A calling convention the core can place arguments for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

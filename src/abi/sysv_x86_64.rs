@@ -27,7 +27,8 @@
 //!   (real) and `%st(1)` (imaginary) as a result.
 
 use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
-use crate::{Error, Signature, Type};
+use crate::error::Error;
+use crate::types::{Signature, Type};
 
 /// Integer argument registers.
 pub const INT_REGS: u8 = 6;
@@ -247,7 +248,7 @@ fn result_pieces(ty: &Type, classes: &[Class]) -> Vec<RetPiece> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Aggregate;
+    use crate::types::Aggregate;
 
     fn unique_id() -> Type {
         Type::Aggregate(Aggregate::builder().array(Type::I8, 128).build().unwrap())

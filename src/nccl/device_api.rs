@@ -17,7 +17,8 @@ use crate::nccl::memory::Registration;
 use crate::nccl::state::Allow;
 use crate::nccl::team::Team;
 use crate::nccl::types::NcclResult;
-use crate::{Aggregate, CArg, Type, ValueAt};
+use crate::typed::{CArg, ValueAt};
+use crate::types::{Aggregate, Type};
 
 /// `ncclDevResourceRequirements_t` as 2.28.7 through 2.32.3 declare it (56 bytes; 2.28.3's
 /// 32-byte form is its prefix, so a buffer of this size serves both).

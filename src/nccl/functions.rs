@@ -14,7 +14,7 @@ use crate::nccl::one_sided::WaitSignalDesc;
 use crate::nccl::team::{CftTeamMode, Team};
 use crate::nccl::types::{DataType, MemStat, NcclResult, RedOp, ScalarResidence, UniqueId};
 use crate::nccl::version::Version;
-use crate::{CArgs, CRet, ValueAt};
+use crate::typed::{CArgs, CRet, ValueAt};
 
 /// A communicator handle, `ncclComm_t`.
 type Comm = *mut c_void;
@@ -405,7 +405,7 @@ pub(crate) const SYMBOL_COUNT: usize = SYMBOLS.len();
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Type;
+    use crate::types::Type;
 
     /// The prototypes as NCCL 2.32.3's `nccl.h` writes them, reduced to their C classes: `P` a
     /// pointer (handles, buffers, streams, out-pointers), `I` an `int` or C enum, `Z` a

@@ -9,13 +9,14 @@ use std::sync::{Arc, OnceLock};
 
 use crate::cuda::Driver;
 
+use crate::abi::Abi;
 use crate::nccl::discovery::{self, Candidate, PythonWheel, Source, LIBRARY_ENV};
 use crate::nccl::error::Error;
 use crate::nccl::functions::{since, Function, Functions, Sym, SymInfo, SYMBOLS, SYMBOL_COUNT};
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::{Flavor, Version};
 use crate::symbols::Entry;
-use crate::{Abi, CArgs};
+use crate::typed::CArgs;
 
 /// What [`Nccl::discover`] found.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use crate::nccl::functions::Function;
 use crate::nccl::library::Nccl;
 use crate::nccl::state::{Allow, Deadline};
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp, ScalarResidence};
-use crate::CArgs;
+use crate::typed::CArgs;
 
 impl Communicator {
     /// Calls `function` on this communicator (under its call lock); `ncclInProgress`

@@ -14,7 +14,8 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::library::Nccl;
 use crate::nccl::state::Allow;
-use crate::{Aggregate, CArg, CArgs, CRet, Type, ValueAt};
+use crate::typed::{CArg, CArgs, CRet, ValueAt};
+use crate::types::{Aggregate, Type};
 
 /// `ncclTeam_t`: `n_ranks` ranks, this rank's index among them, and the distance between
 /// consecutive members in the world's rank numbering.

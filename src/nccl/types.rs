@@ -6,7 +6,8 @@ use core::fmt;
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
 use crate::nccl::error::Error;
-use crate::{Aggregate, CArg, CRet, Type};
+use crate::typed::{CArg, CRet};
+use crate::types::{Aggregate, Type};
 
 /// `ncclResult_t`: an open newtype, so a code from a newer NCCL is kept, never mistaken for
 /// success.
