@@ -3,7 +3,7 @@
  * "Result return"). Mirrors x86_64.S: the same entries, programs, phases and table; only the
  * differences are commented here.
  *
- * Entries (Rust side: src/engine.rs):
+ * Entries (Rust side: src/engine/mod.rs):
  *   typed:   R walk_tail / walk_framed / words_<n>(words = x0, func = x1, program = x2);
  *            returns the function's x0:x1 / v0..v3 untouched.
  *   checked: u32 walk_checked / line_<mask>_<kind>(argv = x0, ret = x1, func = x2,

@@ -4,7 +4,7 @@
  * x86_64.S: the same entries, programs, phases and table; only the differences are commented
  * here. src/abi/lp64d.rs decides where every byte goes.
  *
- * Entries (Rust side: src/engine.rs):
+ * Entries (Rust side: src/engine/mod.rs):
  *   typed:   R walk_tail / walk_framed / words_<n>(words = a0, func = a1, program = a2);
  *            returns the function's a0:a1 / fa0:fa1 untouched.
  *   checked: u32 walk_checked / line_<mask>_<kind>(argv = a0, ret = a1, func = a2,

@@ -46,7 +46,7 @@ HOST=x86_64-unknown-linux-gnu
 # Cargo.toml's rust-version; the README's feature table states every one, and the MSRV step
 # fails if it disagrees. A change that needs a newer Rust raises its line here, the README's
 # row and, for the library, rust-version. Found by building with older toolchains: 1.78 fails
-# on the inline `const` blocks of src/typed.rs (and 1.76 in thiserror 2); half 2.7 declares
+# on the inline `const` blocks of src/engine/typed.rs (and 1.76 in thiserror 2); half 2.7 declares
 # 1.81, clap 4.6 1.85 (edition 2024; criterion brings it to the bench feature), libloading 0.9 (cudarc 0.19) 1.88, and cargo refuses
 # older toolchains for them.
 MSRV_LIB=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)

@@ -173,8 +173,8 @@ impl Driver {
         let path = path.as_ref().to_path_buf();
         let load_error = |reason: String| Error::Load { path: path.display().to_string(), reason };
         // SAFETY: the CUDA driver's initialisers are safe to run in any process.
-        let lib =
-            unsafe { libloading::Library::new(&path) }.map_err(|e| load_error(crate::loader::failure(&path, &e)))?;
+        let lib = unsafe { libloading::Library::new(&path) }
+            .map_err(|e| load_error(crate::foreign::loader::failure(&path, &e)))?;
         let fns = DriverFns::resolve(&lib)?;
         let missing = fns.missing();
         if !missing.is_empty() {

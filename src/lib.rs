@@ -43,21 +43,12 @@
 
 pub mod abi;
 pub mod cuda;
-mod elf;
 pub mod engine;
-mod error;
+mod foreign;
 pub mod launch;
-pub mod limits;
-mod loader;
 pub mod nccl;
 #[doc(hidden)]
 pub mod oracle;
-mod plan;
-mod program;
-pub mod symbols;
-mod typed;
-mod types;
-mod wide;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
@@ -65,9 +56,11 @@ mod wide;
 pub struct ReadmeDoctests;
 
 pub use abi::Abi;
+pub use engine::error::{Error, TypeDescription};
+pub use engine::limits;
+pub use engine::plan::{arg, CallPlan};
+pub use engine::typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
+pub use engine::types::{Aggregate, AggregateBuilder, Field, Signature, Type};
+pub use engine::wide::{Complex, LongDouble};
 pub use engine::VectorCopy;
-pub use error::{Error, TypeDescription};
-pub use plan::{arg, CallPlan};
-pub use typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
-pub use types::{Aggregate, AggregateBuilder, Field, Signature, Type};
-pub use wide::{Complex, LongDouble};
+pub use foreign::symbols;

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fmt::Write as _;
 
-use crate::plan::CallPlan;
-use crate::types::{Aggregate, AggregateBuilder, Signature, Type};
+use crate::engine::plan::CallPlan;
+use crate::engine::types::{Aggregate, AggregateBuilder, Signature, Type};
 
 /// What the comparison needs from a loaded oracle: the C runtime of `oracle/runtime.c`
 /// and the generated functions.

@@ -32,8 +32,8 @@
 //! alignment attribute on the composite itself ([`Aggregate::natural_align`]).
 
 use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
-use crate::error::Error;
-use crate::types::{Aggregate, Signature, Type};
+use crate::engine::error::Error;
+use crate::engine::types::{Aggregate, Signature, Type};
 
 /// General-purpose argument registers x0..x7.
 pub const INT_REGS: u8 = 8;

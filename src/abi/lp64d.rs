@@ -37,8 +37,8 @@
 //!   implicit first argument in a0.
 
 use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
-use crate::error::Error;
-use crate::types::{Aggregate, Signature, Type};
+use crate::engine::error::Error;
+use crate::engine::types::{Aggregate, Signature, Type};
 
 /// Integer argument registers a0..a7.
 pub const INT_REGS: u8 = 8;

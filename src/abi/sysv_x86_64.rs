@@ -27,8 +27,8 @@
 //!   (real) and `%st(1)` (imaginary) as a result.
 
 use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
-use crate::error::Error;
-use crate::types::{Signature, Type};
+use crate::engine::error::Error;
+use crate::engine::types::{Signature, Type};
 
 /// Integer argument registers.
 pub const INT_REGS: u8 = 6;
@@ -248,7 +248,7 @@ fn result_pieces(ty: &Type, classes: &[Class]) -> Vec<RetPiece> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Aggregate;
+    use crate::engine::types::Aggregate;
 
     fn unique_id() -> Type {
         Type::Aggregate(Aggregate::builder().array(Type::I8, 128).build().unwrap())

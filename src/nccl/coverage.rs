@@ -49,7 +49,7 @@ impl Nccl {
     /// a 64-bit little-endian ELF shared library, or is malformed).
     pub fn coverage(&self) -> Result<Coverage, Error> {
         let path = self.path();
-        let exported: Vec<String> = crate::elf::exported_functions(path)
+        let exported: Vec<String> = crate::foreign::elf::exported_functions(path)
             .map_err(|reason| Error::SymbolTable { path: path.display().to_string(), reason })?
             .into_iter()
             .filter(|n| is_public_nccl(n))

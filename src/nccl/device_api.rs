@@ -10,6 +10,8 @@
 
 use core::ffi::c_void;
 
+use crate::engine::typed::{CArg, ValueAt};
+use crate::engine::types::{Aggregate, Type};
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::library::Nccl;
@@ -17,8 +19,6 @@ use crate::nccl::memory::Registration;
 use crate::nccl::state::Allow;
 use crate::nccl::team::Team;
 use crate::nccl::types::NcclResult;
-use crate::typed::{CArg, ValueAt};
-use crate::types::{Aggregate, Type};
 
 /// `ncclDevResourceRequirements_t` as 2.28.7 through 2.32.3 declare it (56 bytes; 2.28.3's
 /// 32-byte form is its prefix, so a buffer of this size serves both).

@@ -7,6 +7,7 @@
 
 use core::ffi::{c_char, c_void};
 
+use crate::engine::typed::{CArgs, CRet, ValueAt};
 use crate::nccl::device_api::MultimemHandle;
 use crate::nccl::error::Error;
 use crate::nccl::library::Nccl;
@@ -14,7 +15,6 @@ use crate::nccl::one_sided::WaitSignalDesc;
 use crate::nccl::team::{CftTeamMode, Team};
 use crate::nccl::types::{DataType, MemStat, NcclResult, RedOp, ScalarResidence, UniqueId};
 use crate::nccl::version::Version;
-use crate::typed::{CArgs, CRet, ValueAt};
 
 /// A communicator handle, `ncclComm_t`.
 type Comm = *mut c_void;
@@ -24,14 +24,14 @@ type CudaStream = *mut c_void;
 type ParamHandle = *mut c_void;
 
 /// What the table knows of one symbol (name, since, prototype).
-pub(crate) type SymInfo = crate::symbols::Symbol<Sym>;
+pub(crate) type SymInfo = crate::foreign::symbols::Symbol<Sym>;
 
 /// A function of the table bound to its Rust types, or unbound where the loaded library lacks
 /// it (calling it then is [`Error::Unsupported`] for a library older than the symbol, or
 /// [`Error::SymbolMissing`] for one new enough that still lacks it).
-pub(crate) type Function<A, R> = crate::symbols::Function<Sym, A, R>;
+pub(crate) type Function<A, R> = crate::foreign::symbols::Function<Sym, A, R>;
 
-impl<A: CArgs, R: CRet> crate::symbols::Function<Sym, A, R> {
+impl<A: CArgs, R: CRet> crate::foreign::symbols::Function<Sym, A, R> {
     /// Calls the function with `args`; [`Error::Unsupported`] (or [`Error::SymbolMissing`]) if
     /// `nccl` lacks it.
     ///
@@ -405,7 +405,7 @@ pub(crate) const SYMBOL_COUNT: usize = SYMBOLS.len();
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Type;
+    use crate::engine::types::Type;
 
     /// The prototypes as NCCL 2.32.3's `nccl.h` writes them, reduced to their C classes: `P` a
     /// pointer (handles, buffers, streams, out-pointers), `I` an `int` or C enum, `Z` a
@@ -571,11 +571,11 @@ mod tests {
             return;
         }
         extern "C" fn never_called() {}
-        let entries: Vec<Option<crate::symbols::Entry>> = SYMBOLS
+        let entries: Vec<Option<crate::foreign::symbols::Entry>> = SYMBOLS
             .iter()
             .map(|info| {
                 let plan = crate::CallPlan::new(&(info.signature)().unwrap()).unwrap();
-                Some(crate::symbols::Entry::from_parts(never_called as *const c_void, plan))
+                Some(crate::foreign::symbols::Entry::from_parts(never_called as *const c_void, plan))
             })
             .collect();
         // SAFETY: nothing is called; the plans are the prototypes of the table.

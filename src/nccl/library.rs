@@ -10,13 +10,13 @@ use std::sync::{Arc, OnceLock};
 use crate::cuda::Driver;
 
 use crate::abi::Abi;
+use crate::engine::typed::CArgs;
+use crate::foreign::symbols::Entry;
 use crate::nccl::discovery::{self, Candidate, PythonWheel, Source, LIBRARY_ENV};
 use crate::nccl::error::Error;
 use crate::nccl::functions::{since, Function, Functions, Sym, SymInfo, SYMBOLS, SYMBOL_COUNT};
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::{Flavor, Version};
-use crate::symbols::Entry;
-use crate::typed::CArgs;
 
 /// What [`Nccl::discover`] found.
 #[derive(Debug)]
@@ -155,7 +155,8 @@ impl Nccl {
     }
 
     fn open(c: &Candidate) -> Result<Nccl, Rejection> {
-        let lib = open_pinned(&c.path).map_err(|e| Rejection::Unusable(crate::loader::failure(&c.path, &e)))?;
+        let lib =
+            open_pinned(&c.path).map_err(|e| Rejection::Unusable(crate::foreign::loader::failure(&c.path, &e)))?;
         let mut entries = Vec::with_capacity(SYMBOL_COUNT);
         let flavor = if c.path.to_string_lossy().contains("rccl") { Flavor::Rccl } else { Flavor::Nccl };
         for info in SYMBOLS {

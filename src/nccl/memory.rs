@@ -5,13 +5,13 @@
 use core::ffi::c_void;
 use core::ptr;
 
+use crate::engine::typed::CArgs;
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::library::Nccl;
 use crate::nccl::state::{Allow, Deadline};
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp, ScalarResidence};
-use crate::typed::CArgs;
 
 impl Communicator {
     /// Calls `function` on this communicator (under its call lock); `ncclInProgress`

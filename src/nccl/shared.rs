@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::cuda::{Backoff, Context};
+use crate::engine::typed::CArgs;
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::functions::Sym;
@@ -15,7 +16,6 @@ use crate::nccl::library::Nccl;
 use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
 use crate::nccl::types::NcclResult;
 use crate::nccl::watchdog::Watchdog;
-use crate::typed::CArgs;
 
 mod teardown;
 

@@ -9,13 +9,13 @@
 //! registers the same way. The typed bindings carry it as a [`Team`] (an aggregate [`CArg`] and
 //! [`CRet`]); the call core places it, as the C compiler would.
 
+use crate::engine::typed::{CArg, CArgs, CRet, ValueAt};
+use crate::engine::types::{Aggregate, Type};
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::library::Nccl;
 use crate::nccl::state::Allow;
-use crate::typed::{CArg, CArgs, CRet, ValueAt};
-use crate::types::{Aggregate, Type};
 
 /// `ncclTeam_t`: `n_ranks` ranks, this rank's index among them, and the distance between
 /// consecutive members in the world's rank numbering.

@@ -5,9 +5,9 @@ use core::fmt;
 
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
+use crate::engine::typed::{CArg, CRet};
+use crate::engine::types::{Aggregate, Type};
 use crate::nccl::error::Error;
-use crate::typed::{CArg, CRet};
-use crate::types::{Aggregate, Type};
 
 /// `ncclResult_t`: an open newtype, so a code from a newer NCCL is kept, never mistaken for
 /// success.

@@ -67,13 +67,13 @@ fn one_line(s: &str) -> String {
 
 /// Runs `probe` for `library` in a child process.
 fn probe_in_child(library: &Path) -> Result<Probe, CliError> {
-    let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source: source.into() })?;
+    let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source })?;
     let out = Command::new(exe)
         .arg("probe")
         .arg(library)
         .env_remove("NCCL_DEBUG")
         .output()
-        .map_err(|source| CliError::ProbeStart { source: source.into() })?;
+        .map_err(|source| CliError::ProbeStart { source })?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or("");
     let fields: Vec<&str> = line.split('\t').collect();

@@ -8,6 +8,7 @@ pub(crate) mod typed;
 
 use core::ffi::c_void;
 
+use crate::engine::typed::CArgs;
 use crate::nccl::buffers::CUDA_STREAM_PER_THREAD;
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
@@ -17,7 +18,6 @@ use crate::nccl::library::Nccl;
 use crate::nccl::state::{Allow, Deadline};
 use crate::nccl::types::{DataType, NcclResult, RedOp};
 use crate::nccl::watchdog::OpInfo;
-use crate::typed::CArgs;
 
 /// The raw entry points: one line each gives the method, the function of the NCCL table it
 /// calls (`nccl::functions`, whose declared types the arguments must have: a mismatch does not

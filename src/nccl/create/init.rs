@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::engine::typed::ValueAt;
 use crate::nccl::communicator::Communicator;
 use crate::nccl::config::Config;
 use crate::nccl::create::pending::Pending;
@@ -13,7 +14,6 @@ use crate::nccl::library::Nccl;
 use crate::nccl::shared::Shared;
 use crate::nccl::state::Timeouts;
 use crate::nccl::types::UniqueId;
-use crate::typed::ValueAt;
 
 impl Communicator {
     /// `ncclCommInitRank`: joins communicator `id` as `rank` of `nranks` on the current CUDA

@@ -143,7 +143,7 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
 /// A free port on loopback, for the ranks' rendezvous.
 fn free_port() -> Result<u16, Error> {
     let port = std::net::TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).map(|a| a.port());
-    port.map_err(|source| Error::NoFreePort { source: source.into() })
+    port.map_err(|source| Error::NoFreePort { source })
 }
 
 /// `--procs N`: starts N ranks on this host, as a launcher would (the crate's own variables,
@@ -153,7 +153,7 @@ pub fn start_procs(args: &Args) -> Result<bool, Error> {
     prepare(args, n as usize, "--procs")?;
     let secret = RendezvousKey::random_secret().map_err(|source| Error::Secret { source: source.into() })?;
     let port = free_port()?.to_string();
-    let exe = std::env::current_exe().map_err(|source| Error::CurrentExe { source: source.into() })?;
+    let exe = std::env::current_exe().map_err(|source| Error::CurrentExe { source })?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut children: Vec<Child> = Vec::new();
     for r in 0..n {
@@ -184,7 +184,7 @@ pub fn start_procs(args: &Args) -> Result<bool, Error> {
     loop {
         for (r, c) in children.iter_mut().enumerate() {
             if status[r].is_none() {
-                status[r] = c.try_wait().map_err(|source| Error::Wait { rank: r, source: source.into() })?;
+                status[r] = c.try_wait().map_err(|source| Error::Wait { rank: r, source })?;
             }
         }
         if let Some(r) = status.iter().position(|s| s.is_some_and(|s| !s.success())) {

@@ -112,7 +112,7 @@ impl<'a> Output<'a> {
         }
         if let Some(path) = &self.args.output_file {
             std::fs::write(path, &doc)
-                .map_err(|source| Error::WriteOutput { path: path.clone(), source: source.into() })?;
+                .map_err(|source| Error::WriteOutput { path: path.clone(), source })?;
         }
         Ok(report::total_wrong(&self.rows) == 0)
     }

@@ -2,8 +2,8 @@
 //! C layout, so typed bindings can pass them (and return the complex ones). `__int128` is
 //! Rust's `i128` / `u128` (16-aligned like C's since Rust 1.77).
 
-use crate::typed::{CArg, CRet};
-use crate::types::Type;
+use crate::engine::typed::{CArg, CRet};
+use crate::engine::types::Type;
 
 /// A C `long double` as its 16 bytes (16-aligned): on x86-64 the 80-bit x87 extended format in
 /// the low 10 bytes (64-bit mantissa with its explicit integer bit, then sign and 15-bit

@@ -5,19 +5,21 @@ use core::ffi::c_void;
 use core::fmt;
 
 use crate::abi::{Abi, Placement};
+use crate::engine::error::Error;
+use crate::engine::error::TypeDescription;
 use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, STATUS_OK};
+use crate::engine::program::{self, Mode};
+use crate::engine::typed::{
+    aggregate_result, CArgs, CRet, TypedFn, AGGREGATE_RESULT_HEADER, AGGREGATE_RESULT_MAX_ARGS,
+};
+use crate::engine::types::{Signature, Type};
+use crate::engine::wide::Complex;
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
-use crate::error::Error;
-use crate::error::TypeDescription;
-use crate::program::{self, Mode};
-use crate::typed::{aggregate_result, CArgs, CRet, TypedFn, AGGREGATE_RESULT_HEADER, AGGREGATE_RESULT_MAX_ARGS};
-use crate::types::{Signature, Type};
-use crate::wide::Complex;
 
 /// A signature prepared for calling through the assembly core.
 ///
 /// Make it once with [`CallPlan::new`]; every layout or limit problem is reported then, and
-/// the placement is compiled into the programs the assembly runs (see `src/program.rs`). Then:
+/// the placement is compiled into the programs the assembly runs (see `src/engine/program.rs`). Then:
 ///
 /// - [`call`](CallPlan::call) takes argument pointers and a result buffer, checks them (count,
 ///   null pointers) and runs the checked program: allocation-free, nothing interpreted in Rust;
@@ -398,7 +400,7 @@ impl CallPlan {
     }
 
     /// `bind` for a signature returning an aggregate: a typed entry that runs the checked
-    /// program ([`typed::aggregate_result`](crate::typed)), which stores the result from the
+    /// program ([`typed::aggregate_result`](crate::engine::typed)), which stores the result from the
     /// registers or memory the ABI returns it in (the same program [`call`](CallPlan::call)
     /// runs, proven against the C compiler by the conformance tests).
     ///
@@ -458,7 +460,7 @@ pub fn arg<T>(value: &T) -> *const c_void {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Aggregate;
+    use crate::engine::types::Aggregate;
     use core::ptr;
 
     extern "C" fn add(a: i32, b: i32) -> i32 {
@@ -561,7 +563,7 @@ mod tests {
             let err = CallPlan::for_abi(abi, &sig).unwrap_err();
             assert!(matches!(err, Error::StackTooLarge { .. } | Error::CopiesTooLarge { .. }), "{abi:?}: {err}");
         }
-        let too_many = Signature::new(vec![Type::I32; crate::limits::MAX_ARGS + 1], None);
+        let too_many = Signature::new(vec![Type::I32; crate::engine::limits::MAX_ARGS + 1], None);
         assert!(matches!(too_many, Err(Error::TooManyArguments { .. })));
     }
 

@@ -2,6 +2,16 @@
 //! was found in the earlier rendezvous, and what an attacker who can connect (or plant files)
 //! would try next. Every test asserts what the attacker got and that the ranks were served.
 
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::nccl::types::UniqueId;
+
+use super::file::*;
+use super::tcp::*;
 use super::*;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::{AtomicBool, Ordering};

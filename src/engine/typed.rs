@@ -24,8 +24,8 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
+use crate::engine::types::Type;
 use crate::engine::{self, TypedEntry};
-use crate::types::Type;
 
 /// A Rust type that has the layout of one C argument type and is passed as that type.
 ///
@@ -400,10 +400,13 @@ impl<A: CArgs, R: CRet> TypedFn<A, R> {
         // Every typed entry is a piece of the assembly's table except `aggregate_result`.
         if engine::code_name(self.entry as usize).is_none() {
             let mut path = vec!["aggregate_result"];
-            path.extend(crate::program::code_path(self.program[0] as usize, &self.program[AGGREGATE_RESULT_HEADER..]));
+            path.extend(crate::engine::program::code_path(
+                self.program[0] as usize,
+                &self.program[AGGREGATE_RESULT_HEADER..],
+            ));
             return path;
         }
-        crate::program::code_path(self.entry as usize, &self.program)
+        crate::engine::program::code_path(self.entry as usize, &self.program)
     }
 }
 

@@ -29,8 +29,8 @@ use crate::abi::Placement;
 ))]
 use crate::abi::{Loc, Move, ResultPlace, RetReg};
 use crate::engine::layout::*;
+use crate::engine::types::Signature;
 use crate::engine::{self, VectorCopy};
-use crate::types::Signature;
 
 /// Which entry family a program is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,11 +1,21 @@
-//! The Rust face of the assembly call core (`asm/<arch>.S`): the code table it exports, the
-//! layout of the programs it walks, the types of its entries, and the copy width chosen from
-//! the CPU.
+//! The call core's Rust side: here the face of the assembly (`asm/<arch>.S`) — the code table
+//! it exports, the layout of the programs it walks, the types of its entries, and the copy
+//! width chosen from the CPU — and in the submodules the C type model (`types`, `wide`), plans
+//! and the programs compiled from them (`plan`, `program`), typed bindings (`typed`), the limits
+//! and the core's error. Argument placement per ABI is `crate::abi`; nothing here knows NCCL.
 //!
 //! The layout and the table order have one source of truth, the tables in `build.rs`. It
 //! generates `layout.h` for the assembly and [`layout`] for Rust; the assembly refuses to
 //! assemble if its table is out of that order, and the assertions here make the build fail if
 //! the Rust side's assumptions about the numbers ever change.
+
+pub(crate) mod error;
+pub mod limits;
+pub(crate) mod plan;
+pub(crate) mod program;
+pub(crate) mod typed;
+pub(crate) mod types;
+pub(crate) mod wide;
 
 use core::ffi::c_void;
 
@@ -18,7 +28,7 @@ pub mod layout {
 }
 use layout::*;
 
-// The program builder (src/program.rs) writes words: header fields and op fields are whole,
+// The program builder (src/engine/program.rs) writes words: header fields and op fields are whole,
 // aligned u64 words, an op is three of them.
 const_assert_eq!(HDR_FRAME, 0);
 const_assert_eq!(HDR_ARGC, 8);
