@@ -14,31 +14,16 @@ use std::ffi::CString;
 use crate::nccl::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
 use crate::nccl::collectives::typed::at_least;
 use crate::nccl::communicator::Communicator;
-use crate::nccl::config::{MAGIC, UNDEF_INT};
+use crate::nccl::config::MAGIC;
 use crate::nccl::error::Error;
 use crate::nccl::group;
 use crate::nccl::library::Nccl;
 use crate::nccl::types::{DataType, NcclScalar, RedOp};
 use crate::nccl::version::Version;
+#[cfg(test)]
+use crate::nccl::versioned::UNDEF_INT;
+use crate::nccl::versioned::{ctas_paired, field as f, set_int, FieldInfo, Image, Kind};
 use crate::nccl::watchdog::OpInfo;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Int,
-    U64,
-    Ptr,
-}
-
-struct FieldInfo {
-    name: &'static str,
-    offset: usize,
-    kind: Kind,
-    since: Version,
-}
-
-const fn f(name: &'static str, offset: usize, kind: Kind, since: (u32, u32, u32)) -> FieldInfo {
-    FieldInfo { name, offset, kind, since: Version::new(since.0, since.1, since.2) }
-}
 
 /// Every field after the header (`size`@0, `magic`@8, `version`@12), with its offset on 64-bit
 /// Linux and the version that added it.
@@ -103,9 +88,6 @@ pub fn coll_config_fields(version: Version) -> Vec<(&'static str, usize)> {
     out
 }
 
-/// Largest `ncclCollConfig_t` this crate writes.
-const MAX_COLL_CONFIG: usize = 72;
-
 /// Options of one collective call, written as `ncclCollConfig_t` for the loaded library by the
 /// `*_config_raw` calls. Unset fields keep the header initializer's values (NCCL picks).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -123,8 +105,7 @@ impl CollConfig {
     }
 
     fn int(mut self, name: &'static str, value: i32) -> Self {
-        self.ints.retain(|(n, _)| *n != name);
-        self.ints.push((name, value));
+        set_int(&mut self.ints, name, value);
         self
     }
 
@@ -187,78 +168,48 @@ impl CollConfig {
             needs: Version::new(2, 31, 2),
             loaded: version,
         })?;
-        let mut buf = CollConfigBuffer { words: [0; MAX_COLL_CONFIG / 8], len: size, selection: None };
-        buf.put(0, &(size as u64).to_ne_bytes());
-        buf.put(8, &MAGIC.to_ne_bytes());
-        buf.put(12, &(version.code() as u32).to_ne_bytes());
-        // The header initializer's values for every field this version has.
-        for field in FIELDS.iter().filter(|f| f.since <= version) {
-            match (field.name, field.kind) {
-                ("forceAlgSelection", _) => buf.put(field.offset, &1i32.to_ne_bytes()),
-                (_, Kind::Int) => buf.put(field.offset, &UNDEF_INT.to_ne_bytes()),
-                (_, Kind::U64 | Kind::Ptr) => buf.put(field.offset, &0u64.to_ne_bytes()),
-            }
-        }
-        let has = |n: &str| self.ints.iter().any(|(f, _)| *f == n);
-        if has("minCTAs") != has("maxCTAs") {
-            return Err(Error::InvalidArgument { what: "minCTAs and maxCTAs must be set together" });
-        }
-        let field = |name: &str| -> Result<&FieldInfo, Error> {
-            let f = FIELDS.iter().find(|f| f.name == name).expect("the setters name known fields");
-            if f.since > version {
-                return Err(Error::Unsupported { symbol: f.name, needs: f.since, loaded: version });
-            }
-            Ok(f)
-        };
+        // The header initializer's values: `NCCL_CONFIG_UNDEF_*`, `forceAlgSelection` 1.
+        let mut image = Image::new(FIELDS, size, MAGIC, version, &[("forceAlgSelection", 1)]);
+        ctas_paired(&self.ints)?;
+        let field = |image: &Image, name: &str| image.field(name).expect("the setters name known fields");
         for (name, value) in &self.ints {
-            buf.put(field(name)?.offset, &value.to_ne_bytes());
+            let offset = field(&image, name)?.offset;
+            image.put(offset, &value.to_ne_bytes());
         }
         if let Some(tag) = self.profiler_tag {
             if tag >> 63 != 0 {
                 return Err(Error::InvalidArgument { what: "userProfilerTag values with the top bit set are NCCL's" });
             }
-            buf.put(field("userProfilerTag")?.offset, &tag.to_ne_bytes());
+            let offset = field(&image, "userProfilerTag")?.offset;
+            image.put(offset, &tag.to_ne_bytes());
         }
         if let Some(event) = self.launch_completion_event {
-            buf.put(field("launchCompletionEvent")?.offset, &(event as u64).to_ne_bytes());
+            let offset = field(&image, "launchCompletionEvent")?.offset;
+            image.put(offset, &(event as u64).to_ne_bytes());
         }
         if let Some(s) = &self.alg_selection {
-            let offset = field("algSelection")?.offset;
-            let c = CString::new(s.as_str())
-                .map_err(|_| Error::InvalidArgument { what: "algSelection contains a NUL byte" })?;
-            // A CString's bytes stay where they are when the CString moves into the buffer.
-            buf.put(offset, &(c.as_ptr() as u64).to_ne_bytes());
-            buf.selection = Some(c);
+            let offset = field(&image, "algSelection")?.offset;
+            let c = CString::new(s.as_str()).map_err(|_| Error::ContainsNul { what: "algSelection" })?;
+            image.put_string(offset, c);
         }
-        Ok(buf)
+        Ok(CollConfigBuffer(image))
     }
 }
 
 /// An encoded `ncclCollConfig_t`, with the selection string it points to. Keep it alive for
 /// the call.
 #[derive(Debug)]
-pub struct CollConfigBuffer {
-    words: [u64; MAX_COLL_CONFIG / 8],
-    len: usize,
-    selection: Option<CString>,
-}
+pub struct CollConfigBuffer(Image);
 
 impl CollConfigBuffer {
-    fn put(&mut self, offset: usize, bytes: &[u8]) {
-        // SAFETY: the words array is MAX_COLL_CONFIG plain bytes.
-        let all = unsafe { core::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), MAX_COLL_CONFIG) };
-        all[offset..offset + bytes.len()].copy_from_slice(bytes);
-    }
-
     /// The bytes NCCL will read (`size` of them).
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: as in `put`; len <= MAX_COLL_CONFIG.
-        unsafe { core::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+        self.0.as_bytes()
     }
 
     /// Pointer to pass as `const ncclCollConfig_t *` (8-aligned).
     pub fn as_ptr(&self) -> *const c_void {
-        self.words.as_ptr().cast()
+        self.0.as_ptr()
     }
 }
 

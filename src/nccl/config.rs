@@ -6,32 +6,16 @@
 //! buffer is built for the loaded library: its size, its version code, and only fields it
 //! knows. A field it does not know is refused, not silently dropped.
 
+use core::ffi::c_void;
 use std::ffi::CString;
 
 use crate::nccl::error::Error;
 use crate::nccl::version::Version;
-
-/// `NCCL_CONFIG_UNDEF_INT`: a field left to NCCL's default.
-pub const UNDEF_INT: i32 = i32::MIN;
+#[cfg(test)]
+use crate::nccl::versioned::UNDEF_INT;
+use crate::nccl::versioned::{ctas_paired, field as f, set_int, FieldInfo, Image, Kind};
 /// The header's magic.
 pub const MAGIC: u32 = 0xcafe_beef;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Int,
-    Ptr,
-}
-
-struct FieldInfo {
-    name: &'static str,
-    offset: usize,
-    kind: Kind,
-    since: Version,
-}
-
-const fn f(name: &'static str, offset: usize, kind: Kind, since: (u32, u32, u32)) -> FieldInfo {
-    FieldInfo { name, offset, kind, since: Version::new(since.0, since.1, since.2) }
-}
 
 /// Every field after the header, with its offset on 64-bit Linux and the version adding it.
 const FIELDS: &[FieldInfo] = &[
@@ -125,9 +109,6 @@ pub fn config_size(version: Version) -> Option<usize> {
     })
 }
 
-/// Largest config this crate writes.
-const MAX_CONFIG: usize = 128;
-
 /// Communicator options, built up in Rust and written as `ncclConfig_t` for the loaded
 /// library by [`Communicator::init_rank_config`](crate::nccl::Communicator::init_rank_config)
 /// and the split/shrink calls. Unset fields stay `NCCL_CONFIG_UNDEF_*` (NCCL's defaults).
@@ -145,8 +126,7 @@ impl Config {
     }
 
     fn int(mut self, name: &'static str, value: i32) -> Self {
-        self.ints.retain(|(n, _)| *n != name);
-        self.ints.push((name, value));
+        set_int(&mut self.ints, name, value);
         self
     }
 
@@ -218,83 +198,36 @@ impl Config {
             needs: Version::new(2, 14, 0),
             loaded: version,
         })?;
-        let mut buf = ConfigBuffer { words: [0; MAX_CONFIG / 8], len: size, strings: Vec::new() };
-        buf.put_u64(0, size as u64);
-        buf.put_u32(8, MAGIC);
-        buf.put_u32(12, version.code() as u32);
-        for field in FIELDS.iter().filter(|f| f.offset + 8 <= size || (f.kind == Kind::Int && f.offset + 4 <= size)) {
-            if field.since <= version {
-                match field.kind {
-                    Kind::Int => buf.put_u32(field.offset, UNDEF_INT as u32),
-                    Kind::Ptr => buf.put_u64(field.offset, 0),
-                }
-            }
-        }
-        let has = |n: &str| self.ints.iter().any(|(f, _)| *f == n);
-        if has("minCTAs") != has("maxCTAs") {
-            return Err(Error::InvalidArgument { what: "minCTAs and maxCTAs must be set together" });
-        }
-        let find = |name: &str| FIELDS.iter().find(|f| f.name == name);
-        let known = |field: &FieldInfo| -> Result<(), Error> {
-            if field.since > version || field.offset >= size {
-                return Err(Error::Unsupported { symbol: field.name, needs: field.since, loaded: version });
-            }
-            Ok(())
-        };
+        let mut image = Image::new(FIELDS, size, MAGIC, version, &[]);
+        ctas_paired(&self.ints)?;
         for (name, value) in &self.ints {
-            let field = find(name).ok_or_else(|| Error::UnknownConfigField { name: name.to_string() })?;
-            known(field)?;
-            buf.put_u32(field.offset, *value as u32);
+            let field = image.field(name).ok_or_else(|| Error::UnknownConfigField { name: name.to_string() })??;
+            image.put(field.offset, &value.to_ne_bytes());
         }
         for (name, value) in [("netName", &self.net_name), ("commName", &self.comm_name)] {
             if let Some(s) = value {
-                let field = find(name).expect("pointer fields are in FIELDS");
-                known(field)?;
+                let field = image.field(name).expect("pointer fields are in FIELDS")?;
                 let c = CString::new(s.as_str()).map_err(|_| Error::NulInConfigString { field: field.name })?;
-                // Stored first, then pointed to: moving a CString (a Box) after taking its
-                // pointer would invalidate the pointer.
-                buf.strings.push(c);
-                let stored = buf.strings.last().map_or(core::ptr::null(), |c| c.as_ptr());
-                buf.put_u64(field.offset, stored as u64);
+                image.put_string(field.offset, c);
             }
         }
-        Ok(buf)
+        Ok(ConfigBuffer(image))
     }
 }
 
 /// An encoded `ncclConfig_t`, with the strings it points to. Keep it alive for the call.
 #[derive(Debug)]
-pub struct ConfigBuffer {
-    words: [u64; MAX_CONFIG / 8],
-    len: usize,
-    strings: Vec<CString>,
-}
+pub struct ConfigBuffer(Image);
 
 impl ConfigBuffer {
-    fn put_u32(&mut self, off: usize, v: u32) {
-        let bytes = self.bytes_mut();
-        bytes[off..off + 4].copy_from_slice(&v.to_ne_bytes());
-    }
-
-    fn put_u64(&mut self, off: usize, v: u64) {
-        let bytes = self.bytes_mut();
-        bytes[off..off + 8].copy_from_slice(&v.to_ne_bytes());
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: the words array is MAX_CONFIG plain bytes.
-        unsafe { core::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), MAX_CONFIG) }
-    }
-
     /// The bytes NCCL will read (`size` of them).
     pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: as in bytes_mut; len <= MAX_CONFIG.
-        unsafe { core::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+        self.0.as_bytes()
     }
 
     /// Pointer to pass as `ncclConfig_t *` (8-aligned).
-    pub fn as_ptr(&mut self) -> *mut core::ffi::c_void {
-        self.words.as_mut_ptr().cast()
+    pub fn as_ptr(&mut self) -> *mut c_void {
+        self.0.as_mut_ptr()
     }
 }
 

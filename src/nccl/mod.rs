@@ -48,6 +48,7 @@ mod suspend;
 mod team;
 mod types;
 mod version;
+mod versioned;
 mod wait;
 mod watchdog;
 

@@ -8,7 +8,6 @@ use std::time::Duration;
 #[cfg(unix)]
 use std::time::{SystemTime, UNIX_EPOCH};
 
-
 use crate::nccl::types::{UniqueId, UNIQUE_ID_BYTES};
 
 use super::*;

@@ -6,7 +6,6 @@ use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-
 use crate::nccl::types::{UniqueId, UNIQUE_ID_BYTES};
 
 use super::*;

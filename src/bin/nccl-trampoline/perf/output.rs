@@ -111,8 +111,7 @@ impl<'a> Output<'a> {
             print!("{}", report::table_footer(&self.rows));
         }
         if let Some(path) = &self.args.output_file {
-            std::fs::write(path, &doc)
-                .map_err(|source| Error::WriteOutput { path: path.clone(), source })?;
+            std::fs::write(path, &doc).map_err(|source| Error::WriteOutput { path: path.clone(), source })?;
         }
         Ok(report::total_wrong(&self.rows) == 0)
     }
