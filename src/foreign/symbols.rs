@@ -380,6 +380,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "loads a library (dlopen), which Miri cannot run")]
     fn a_table_indexes_binds_lists_and_wraps_its_lines() {
         assert_eq!(LibcSym::ALL, &[LibcSym::Abs, LibcSym::Absent]);
         assert_eq!((LibcSym::Absent as usize, LibcSym::Absent.name()), (1, "nccl_trampoline_no_such_function"));

@@ -178,7 +178,7 @@ impl CollConfig {
         }
         if let Some(tag) = self.profiler_tag {
             if tag >> 63 != 0 {
-                return Err(Error::InvalidArgument { what: "userProfilerTag values with the top bit set are NCCL's" });
+                return Err(Error::ReservedProfilerTag { tag });
             }
             let offset = field(&image, "userProfilerTag")?.offset;
             image.put(offset, &tag.to_ne_bytes());
@@ -390,9 +390,7 @@ impl Communicator {
     /// the `*_config_raw` calls, whose contract covers it.
     fn refuse_event(&self, config: &CollConfig) -> Result<(), Error> {
         if config.has_event() {
-            return Err(Error::InvalidArgument {
-                what: "launchCompletionEvent needs the *_config_raw calls (a raw CUDA event)",
-            });
+            return Err(Error::RawEventInSafeCall);
         }
         Ok(())
     }

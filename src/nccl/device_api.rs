@@ -324,7 +324,7 @@ impl Registration<'_> {
         if self.window {
             Ok(self.handle)
         } else {
-            Err(Error::InvalidArgument { what: "a device-pointer query needs a window (window_register)" })
+            Err(Error::NotAWindow { operation: "a device-pointer query" })
         }
     }
 }

@@ -203,6 +203,22 @@ pub enum Error {
         /// The communicator's size.
         current: i32,
     },
+    /// A window call on a buffer registration that is not a window.
+    #[error("{operation} needs a window (Communicator::window_register), not a buffer registration")]
+    NotAWindow {
+        /// The call.
+        operation: &'static str,
+    },
+    /// A `userProfilerTag` with the top bit set: those values are NCCL's own.
+    #[error("userProfilerTag {tag:#x} has the top bit set: those values are NCCL's")]
+    ReservedProfilerTag {
+        /// The tag given.
+        tag: u64,
+    },
+    /// A per-collective config carrying a raw CUDA event given to a safe collective, which
+    /// cannot vouch for the event: the `*_config_raw` calls take it.
+    #[error("launchCompletionEvent needs the *_config_raw calls (a raw CUDA event)")]
+    RawEventInSafeCall,
     /// An argument NCCL would reject, where no variant above names the failure.
     #[error("invalid argument: {what}")]
     InvalidArgument {

@@ -84,8 +84,8 @@ impl Communicator {
     pub fn wait_signal<S: Stream>(&self, descs: &[WaitSignalDesc], stream: &S) -> Result<(), Error> {
         group::refuse_safe_in_group()?;
         self.check_access(stream, &[])?;
-        let n =
-            i32::try_from(descs.len()).map_err(|_| Error::InvalidArgument { what: "too many signal descriptors" })?;
+        let n = i32::try_from(descs.len())
+            .map_err(|_| Error::TooMany { what: "signal descriptors", count: descs.len() })?;
         // NCCL's prototype takes a non-const pointer: hand it a copy, never the caller's slice.
         let mut copy = descs.to_vec();
         let ptr = copy.as_mut_ptr();
@@ -107,7 +107,7 @@ impl Registration<'_> {
     /// buffer registration that is not a window.
     pub fn user_ptr(&self) -> Result<Option<*mut c_void>, Error> {
         if !self.window {
-            return Err(Error::InvalidArgument { what: "ncclWinGetUserPtr needs a window (window_register)" });
+            return Err(Error::NotAWindow { operation: "ncclWinGetUserPtr" });
         }
         let mut out: *mut c_void = core::ptr::null_mut();
         let (comm, win, out_ptr): (_, _, *mut *mut c_void) = (self.comm.shared.handle(), self.handle, &mut out);

@@ -105,9 +105,11 @@ impl Image {
 
     /// Points the pointer at `offset` to `s`, kept with the image.
     pub(crate) fn put_string(&mut self, offset: usize, s: CString) {
-        // A CString's bytes stay where they are when the CString moves into the vector.
-        self.put(offset, &(s.as_ptr() as u64).to_ne_bytes());
+        // Stored first, then pointed to: moving a CString (a Box) after taking its pointer
+        // would invalidate the pointer (Miri's borrow model says so, and it checks this).
         self.strings.push(s);
+        let stored = self.strings.last().map_or(core::ptr::null(), |c| c.as_ptr());
+        self.put(offset, &(stored as u64).to_ne_bytes());
     }
 
     /// The bytes NCCL will read (`size` of them).
