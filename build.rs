@@ -230,6 +230,8 @@ fn symbol_suffix(version: &str) -> String {
 
 fn main() {
     println!("cargo:rustc-check-cfg=cfg(nccl_trampoline_asm, values(\"x86_64_sysv\", \"aarch64_aapcs64\", \"riscv64_lp64d\"))");
+    // cargo fuzz builds the library with `--cfg fuzzing` (the `fuzzing` module: fuzz/).
+    println!("cargo:rustc-check-cfg=cfg(fuzzing)");
     println!("cargo:rerun-if-changed=build.rs");
     for f in ["asm/asm.h", "asm/x86_64.S", "asm/aarch64.S", "asm/riscv64.S"] {
         println!("cargo:rerun-if-changed={f}");

@@ -18,8 +18,8 @@
 #      and 4, and srun on a one-host Slurm, each running examples/world with the real NCCL
 #      (one id on every rank, NCCL's own CUDA error) and perf on the stand-ins;
 #   4. the facade, host-API and fault-model tests under AddressSanitizer (nightly, the C stand-ins
-#      instrumented too, with a negative control that must fail), and the pure modules under
-#      Miri;
+#      instrumented too, with a negative control that must fail), the pure modules under
+#      Miri, and every cargo-fuzz target for FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
 #   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
 #   6. the benchmark compiles (it is run by hand: see docs/perf.md);
 #   7. the MSRV of the library and of each feature, with exactly that toolchain (MSRV_CHECKS),
@@ -41,6 +41,9 @@ CHECK_TARGETS=(x86_64-apple-darwin x86_64-pc-windows-gnu)
 # The nightly of the sanitizer and Miri runs, pinned so a new nightly cannot break CI.
 NIGHTLY=${NCCL_TRAMPOLINE_NIGHTLY:-nightly-2026-10-29}
 HOST=x86_64-unknown-linux-gnu
+CARGO_FUZZ=0.13.2
+# Seconds each fuzz target runs (scripts/fuzz.sh).
+export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 # The minimum supported Rust: "toolchain|feature|cargo check arguments", each checked with
 # exactly that toolchain (`--locked`: Cargo.lock's dependency versions). The library's is
 # Cargo.toml's rust-version; the README's feature table states every one, and the MSRV step
@@ -103,6 +106,11 @@ install() {
             rustup toolchain install "$toolchain" --profile minimal
         }
     done
+    # The fuzz targets' runner (scripts/fuzz.sh), pinned.
+    cargo fuzz --version 2>/dev/null | grep -q "^cargo-fuzz $CARGO_FUZZ\$" || {
+        step "cargo install cargo-fuzz $CARGO_FUZZ"
+        cargo install cargo-fuzz --version "$CARGO_FUZZ" --locked --quiet
+    }
     if ! rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
         step "rustup toolchain install $NIGHTLY (AddressSanitizer, Miri)"
         rustup toolchain install "$NIGHTLY" --profile minimal --component miri,rust-src ||
@@ -210,8 +218,12 @@ if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; 
     cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: wide:: nccl::config nccl::types \
         nccl::library::tests::both nccl::functions::tests::every_declaration_matches symbols:: nccl::bounded plan::tests::limits loader:: \
         nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines nccl::collective_config::tests
+    step "fuzz ($NIGHTLY): every cargo-fuzz target for $FUZZ_SECONDS s from its committed corpus (scripts/fuzz.sh)"
+    fuzz_start=$SECONDS
+    FUZZ_TOOLCHAIN=$NIGHTLY scripts/fuzz.sh
+    echo "fuzzing: $((SECONDS - fuzz_start)) s"
 else
-    step "SKIP AddressSanitizer and Miri: the $NIGHTLY toolchain could not be installed"
+    step "SKIP AddressSanitizer, Miri and fuzzing: the $NIGHTLY toolchain could not be installed"
 fi
 
 for t in "${CHECK_TARGETS[@]}"; do

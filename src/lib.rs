@@ -45,6 +45,9 @@ pub mod abi;
 pub mod cuda;
 pub mod engine;
 mod foreign;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod launch;
 pub mod nccl;
 #[doc(hidden)]
