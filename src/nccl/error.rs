@@ -240,6 +240,13 @@ pub enum Error {
         /// Why.
         source: OsError,
     },
+    /// A creation with a zero creation timeout: it could never finish in time, so it is not
+    /// started (`None` is "no limit").
+    #[error("{operation} needs a creation timeout above zero (None waits without limit)")]
+    ZeroTimeout {
+        /// The creating function.
+        operation: &'static str,
+    },
     /// A deadline passed: `operation` did not finish within `waited`.
     #[error("{operation} timed out after {waited:.1?}")]
     Timeout {

@@ -1,14 +1,16 @@
 //! What a communicator shares with its abort handles, its watchdog and the threads that run its
 //! NCCL calls with deadlines: the handle, the call lock that keeps NCCL calls on it one at a
-//! time and the state it guards, abort from any thread, and (in `teardown`) finalize and destroy
-//! with deadlines. The fault model is docs/adr/0009-fault-model.md.
+//! time, its state (readable at any time, never behind an NCCL call), abort from any thread,
+//! and (in `teardown`) finalize and destroy with deadlines. The fault model is
+//! docs/adr/0009-fault-model.md.
 
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
 use crate::cuda::{Backoff, Context};
 use crate::engine::typed::CArgs;
+use crate::nccl::bounded::CallThread;
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::functions::Sym;
@@ -19,20 +21,42 @@ use crate::nccl::watchdog::Watchdog;
 
 mod teardown;
 
+pub(crate) use teardown::retire;
+
+/// The thread that NCCL's background job for a communicator belongs to, and how to abort the
+/// communicator there. Before 2.27 NCCL keeps a non-blocking job in the thread-local storage of
+/// the thread that started it, and before 2.19 only an abort from that thread joins it (see
+/// [`crate::nccl::bounded`]): while a creation or a non-blocking finalize runs, every abort of
+/// the communicators it involves runs on its thread.
+#[derive(Clone)]
+pub(crate) struct Home {
+    pub(crate) thread: CallThread,
+    /// Runs on `thread`: stops NCCL's job and aborts what it involves.
+    pub(crate) abort: Arc<dyn Fn(Cause) -> Result<(), Error> + Send + Sync>,
+}
+
 /// What a communicator shares with its abort handles, its watchdog and the threads that run its
 /// NCCL calls with deadlines.
 pub(crate) struct Shared {
     pub(crate) nccl: Nccl,
-    /// The `ncclComm_t`; null until creation completes, then never changes.
+    /// The `ncclComm_t`; null until NCCL made it known, then never changes.
     handle: AtomicPtr<c_void>,
-    /// The call lock: held for every NCCL call on the handle (NCCL's one-thread-at-a-time rule),
-    /// and the state it guards.
+    /// True once the handle was given to `ncclCommAbort` or `ncclCommDestroy`: never passed to
+    /// NCCL again.
+    released: AtomicBool,
+    /// The call lock: held for every NCCL call on the handle (NCCL's one-thread-at-a-time rule).
+    /// State changes that go with a call are made while it is held.
+    call: Mutex<()>,
+    /// Where the communicator is in its life. Its lock is only ever held to read or change it,
+    /// never across an NCCL call, so reading the state never waits for NCCL.
     state: Mutex<CommState>,
     /// Set when an NCCL call on the handle was abandoned inside NCCL: nobody waits for the lock.
     lost: AtomicBool,
     /// An abort asked for while an NCCL call held the lock; run when that call returns.
     pending_abort: Mutex<Option<Cause>>,
     has_pending_abort: AtomicBool,
+    /// Where aborts run while NCCL's job for this communicator belongs to another thread.
+    home: Mutex<Option<Home>>,
     /// NCCL's non-blocking mode as NCCL will apply it: the config and `NCCL_COMM_BLOCKING`, and
     /// true once any call returned `ncclInProgress`.
     nonblocking: AtomicBool,
@@ -51,15 +75,22 @@ impl Drop for Shared {
     }
 }
 
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Shared {
     pub(crate) fn new(nccl: Nccl, nonblocking: bool, context: Option<Context>, timeouts: Timeouts) -> Self {
         Shared {
             nccl,
             handle: AtomicPtr::new(core::ptr::null_mut()),
+            released: AtomicBool::new(false),
+            call: Mutex::new(()),
             state: Mutex::new(CommState::Creating),
             lost: AtomicBool::new(false),
             pending_abort: Mutex::new(None),
             has_pending_abort: AtomicBool::new(false),
+            home: Mutex::new(None),
             nonblocking: AtomicBool::new(nonblocking),
             info: OnceLock::new(),
             context,
@@ -78,16 +109,21 @@ impl Shared {
     }
 
     pub(crate) fn timeouts(&self) -> Timeouts {
-        *self.timeouts.lock().unwrap_or_else(PoisonError::into_inner)
+        *locked(&self.timeouts)
     }
 
     pub(crate) fn set_timeouts(&self, timeouts: Timeouts) {
-        *self.timeouts.lock().unwrap_or_else(PoisonError::into_inner) = timeouts;
+        *locked(&self.timeouts) = timeouts;
     }
 
-    /// Sets the state (creation's end for children that will not be handed out).
+    /// Routes this communicator's aborts to `home` (`None`: back to the calling thread).
+    pub(crate) fn set_home(&self, home: Option<Home>) {
+        *locked(&self.home) = home;
+    }
+
+    /// Sets the state unless it is final (aborted or destroyed).
     pub(crate) fn mark(&self, state: CommState) {
-        let mut s = self.lock();
+        let mut s = locked(&self.state);
         if !matches!(*s, CommState::Aborted(_) | CommState::Destroyed) {
             *s = state;
         }
@@ -104,13 +140,13 @@ impl Shared {
         if self.lost.load(Ordering::Acquire) {
             return None;
         }
-        let guard = self.state.try_lock().ok()?;
-        if !matches!(*guard, CommState::Ready | CommState::Failed(_) | CommState::Revoked) {
+        let guard = self.call.try_lock().ok()?;
+        if !matches!(self.state(), CommState::Ready | CommState::Failed(_) | CommState::Revoked) {
             return None;
         }
         let mut state = 0i32;
         let (comm, out): (*mut c_void, *mut i32) = (self.handle(), &mut state);
-        // SAFETY: a live handle (state checked under the lock) and a valid `int *`.
+        // SAFETY: a live handle (state checked under the call lock) and a valid `int *`.
         let r = unsafe { self.nccl.functions().comm_get_async_error.call(&self.nccl, (comm, out)) }.ok()?;
         drop(guard);
         r.is_success().then_some(NcclResult(state))
@@ -120,7 +156,7 @@ impl Shared {
     pub(crate) fn complete(&self, handle: *mut c_void, info: RankInfo) {
         self.handle.store(handle, Ordering::Release);
         let _ = self.info.set(info);
-        let mut s = self.lock();
+        let mut s = locked(&self.state);
         if *s == CommState::Creating {
             *s = CommState::Ready;
         }
@@ -134,35 +170,41 @@ impl Shared {
         self.nonblocking.store(true, Ordering::Relaxed);
     }
 
-    fn lock(&self) -> MutexGuard<'_, CommState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The state now (`Lost` over anything else once a call was abandoned).
+    /// The state now (`Lost` over anything else once a call was abandoned). Never waits for an
+    /// NCCL call.
     pub(crate) fn state(&self) -> CommState {
         if self.lost.load(Ordering::Acquire) {
-            let cause = self.pending_abort.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let cause = locked(&self.pending_abort).clone();
             return CommState::Lost(cause.unwrap_or(Cause::Requested));
         }
-        self.lock().clone()
+        locked(&self.state).clone()
     }
 
-    /// Takes the call lock for `op` on a communicator whose state `allow`s it.
+    /// Takes the call lock for `op` on a communicator whose state `allow`s it. While another
+    /// thread's call holds the lock this waits for it, unless that call is abandoned meanwhile.
     pub(crate) fn enter(&self, op: &'static str, allow: Allow) -> Result<CallGuard<'_>, Error> {
-        if self.lost.load(Ordering::Acquire) {
-            return Err(Error::Unusable { operation: op, state: self.state() });
-        }
-        let guard = self.lock();
-        let ok = match &*guard {
+        let mut backoff = Backoff::new();
+        let call = loop {
+            if self.lost.load(Ordering::Acquire) {
+                return Err(Error::Unusable { operation: op, state: self.state() });
+            }
+            match self.call.try_lock() {
+                Ok(g) => break g,
+                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(TryLockError::WouldBlock) => backoff.pause(None),
+            }
+        };
+        let state = self.state();
+        let ok = match &state {
             CommState::Ready => true,
             CommState::Failed(_) | CommState::Revoked => allow != Allow::Ready,
             CommState::Creating => allow == Allow::Creating,
             _ => false,
         };
         if !ok {
-            return Err(Error::Unusable { operation: op, state: guard.clone() });
+            return Err(Error::Unusable { operation: op, state });
         }
-        Ok(CallGuard { shared: self, state: Some(guard) })
+        Ok(CallGuard { shared: self, call: Some(call) })
     }
 
     /// Calls `function` under the call lock; a fatal result marks the communicator failed.
@@ -220,34 +262,68 @@ impl Shared {
 
     /// Marks a ready communicator failed (a later state wins).
     pub(crate) fn fail(&self, cause: Cause) {
-        let mut s = self.lock();
+        let mut s = locked(&self.state);
         if matches!(*s, CommState::Ready | CommState::Creating) {
             *s = CommState::Failed(cause);
         }
     }
 
-    /// Aborts from any thread: takes the call lock (waiting at most the abort wait) and calls
-    /// `ncclCommAbort`. If a blocking NCCL call holds the lock longer, the abort is left pending
-    /// and runs when that call returns (`Error::AbortPending`).
+    /// Aborts from any thread. While NCCL's job for the communicator belongs to another thread
+    /// (its [`Home`]), the abort runs there. Otherwise it takes the call lock (waiting at most
+    /// the teardown timeout) and calls `ncclCommAbort`. If a blocking NCCL call holds the lock
+    /// longer, the abort is left pending and runs when that call returns
+    /// (`Error::AbortPending`).
     pub(crate) fn request_abort(&self, cause: Cause) -> Result<(), Error> {
-        {
-            let mut p = self.pending_abort.lock().unwrap_or_else(PoisonError::into_inner);
-            p.get_or_insert(cause);
-            self.has_pending_abort.store(true, Ordering::Release);
+        self.record_abort(cause.clone());
+        let deadline = Deadline::after(self.timeouts().teardown);
+        let home = locked(&self.home).clone();
+        if let Some(home) = home {
+            let abort = Arc::clone(&home.abort);
+            if !home.thread.call_returned() {
+                // The call that started NCCL's job is still inside NCCL: the abort runs on its
+                // thread the moment it returns.
+                if home.thread.hand(Box::new(move || drop(abort(cause)))) {
+                    return Err(Error::AbortPending);
+                }
+            } else {
+                match home.thread.run(deadline, move || abort(cause)) {
+                    Some(r) => return r,
+                    None if deadline.passed() => return Err(Error::AbortPending),
+                    // The home thread has ended: its job is over, abort here.
+                    None => {}
+                }
+            }
+            self.set_home(None);
         }
+        self.abort_here(deadline)
+    }
+
+    /// Asks for an abort with `cause` (the first cause asked for is kept).
+    fn record_abort(&self, cause: Cause) {
+        locked(&self.pending_abort).get_or_insert(cause);
+        self.has_pending_abort.store(true, Ordering::Release);
         if let Some(w) = self.watchdog.get() {
             w.wake();
         }
-        if self.lost.load(Ordering::Acquire) {
-            return Err(Error::AbortPending);
-        }
-        let deadline = Deadline::after(self.timeouts().teardown);
+    }
+
+    /// Aborts on this thread, whatever the home (a home's own abort, a creation aborting what
+    /// it made): see [`abort_here`](Self::abort_here).
+    pub(crate) fn abort_on_this_thread(&self, cause: Cause, deadline: Deadline) -> Result<(), Error> {
+        self.record_abort(cause);
+        self.abort_here(deadline)
+    }
+
+    /// The abort itself, on this thread: takes the call lock (waiting until `deadline`, not at
+    /// all once the communicator is lost) and runs the pending abort. Never routed to a home:
+    /// a home runs it.
+    fn abort_here(&self, deadline: Deadline) -> Result<(), Error> {
         let mut backoff = Backoff::new();
         loop {
-            match self.state.try_lock() {
-                Ok(mut guard) => return self.abort_locked(&mut guard),
-                Err(std::sync::TryLockError::Poisoned(p)) => return self.abort_locked(&mut p.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => {}
+            match self.call.try_lock() {
+                Ok(guard) => return self.abort_locked(&guard),
+                Err(TryLockError::Poisoned(p)) => return self.abort_locked(&p.into_inner()),
+                Err(TryLockError::WouldBlock) => {}
             }
             if deadline.passed() || self.lost.load(Ordering::Acquire) {
                 return Err(Error::AbortPending);
@@ -256,51 +332,63 @@ impl Shared {
         }
     }
 
-    /// Runs a pending abort (the lock is held).
-    fn abort_locked(&self, state: &mut CommState) -> Result<(), Error> {
-        let cause = self.pending_abort.lock().unwrap_or_else(PoisonError::into_inner).take();
+    /// Runs a pending abort (the call lock is held): `ncclCommAbort` on the handle unless it
+    /// was released already or NCCL never made it known (then only the state changes: whoever
+    /// gets the handle later aborts it, see `create`).
+    fn abort_locked(&self, _call: &MutexGuard<'_, ()>) -> Result<(), Error> {
+        let cause = locked(&self.pending_abort).take().unwrap_or(Cause::Requested);
         self.has_pending_abort.store(false, Ordering::Release);
-        let cause = cause.unwrap_or(Cause::Requested);
-        match state {
-            CommState::Aborted(_) | CommState::Destroyed => return Ok(()),
-            CommState::Creating if self.handle().is_null() => {
-                *state = CommState::Aborted(cause);
-                return Ok(());
-            }
-            _ => {}
-        }
         let comm = self.handle();
+        let mark = |cause: Cause| {
+            let mut s = locked(&self.state);
+            if !matches!(*s, CommState::Aborted(_) | CommState::Destroyed) {
+                *s = CommState::Aborted(cause);
+            }
+        };
+        if comm.is_null() || self.released.swap(true, Ordering::AcqRel) {
+            mark(cause);
+            return Ok(());
+        }
         if let Some(w) = self.watchdog.get() {
             w.stop();
         }
-        // SAFETY: this communicator's handle, aborted once (the state says so from now on).
+        // SAFETY: this communicator's handle, under its call lock, given to NCCL's abort once
+        // (`released` says so from now on).
         let r = unsafe { self.nccl.functions().comm_abort.call(&self.nccl, (comm,)) };
-        *state = CommState::Aborted(cause);
+        mark(cause);
         match r? {
             r if r.is_success() => Ok(()),
             r => Err(self.nccl.failure(Sym::CommAbort, r, core::ptr::null_mut())),
         }
     }
 
+    /// True once the handle was given to `ncclCommAbort` or `ncclCommDestroy`.
+    pub(crate) fn is_released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
+    }
+
     /// Marks the communicator lost: an NCCL call on it was abandoned (`cause` says why). The
     /// thread running that call aborts it when the call returns.
     pub(crate) fn abandon(&self, cause: Cause) {
-        self.pending_abort.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(cause);
-        self.has_pending_abort.store(true, Ordering::Release);
+        self.record_abort(cause);
         self.lost.store(true, Ordering::Release);
     }
 
-    /// Run by the thread of an abandoned call once that call has returned: aborts the
-    /// communicator, which nobody else may touch.
-    pub(crate) fn finish_abandoned(&self, destroyed: bool) {
-        let mut state = self.lock();
-        if destroyed {
-            *state = CommState::Destroyed;
-        } else if !self.handle().is_null() {
-            let _ = self.abort_locked(&mut state);
-        }
-        drop(state);
+    /// Run by the thread of an abandoned call once that call has returned (the call lock is
+    /// free again): aborts the communicator, which nobody else may touch, or records that the
+    /// call destroyed it. Returns whether NCCL's object is gone.
+    pub(crate) fn finish_abandoned(&self, destroyed: bool) -> bool {
+        let call = locked(&self.call);
+        let gone = if destroyed {
+            self.released.store(true, Ordering::Release);
+            *locked(&self.state) = CommState::Destroyed;
+            true
+        } else {
+            self.abort_locked(&call).is_ok() || self.handle().is_null()
+        };
+        drop(call);
         self.lost.store(false, Ordering::Release);
+        gone
     }
 }
 
@@ -308,7 +396,7 @@ impl Shared {
 /// asked for meanwhile.
 pub(crate) struct CallGuard<'s> {
     shared: &'s Shared,
-    state: Option<MutexGuard<'s, CommState>>,
+    call: Option<MutexGuard<'s, ()>>,
 }
 
 impl CallGuard<'_> {
@@ -318,26 +406,30 @@ impl CallGuard<'_> {
         if r == NcclResult::IN_PROGRESS {
             self.shared.saw_in_progress();
         } else if !r.is_success() && r != NcclResult::INVALID_ARGUMENT && r != NcclResult::INVALID_USAGE {
-            if let Some(s) = self.state.as_deref_mut() {
-                if matches!(s, CommState::Ready) {
-                    *s = CommState::Failed(Cause::Nccl { function: Nccl::name(sym), code: r });
-                }
+            let mut s = locked(&self.shared.state);
+            if matches!(*s, CommState::Ready) {
+                *s = CommState::Failed(Cause::Nccl { function: Nccl::name(sym), code: r });
             }
         }
     }
 
+    /// Sets the state (the call that changed it holds the lock).
     pub(crate) fn set(&mut self, state: CommState) {
-        if let Some(s) = self.state.as_deref_mut() {
-            *s = state;
+        if state == CommState::Destroyed {
+            self.shared.released.store(true, Ordering::Release);
         }
+        *locked(&self.shared.state) = state;
     }
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         if self.shared.has_pending_abort.load(Ordering::Acquire) && !self.shared.lost.load(Ordering::Acquire) {
-            if let Some(mut s) = self.state.take() {
-                let _ = self.shared.abort_locked(&mut s);
+            if let Some(call) = self.call.take() {
+                // A creation's communicators are aborted by their creation (on its thread).
+                if locked(&self.shared.home).is_none() {
+                    let _ = self.shared.abort_locked(&call);
+                }
             }
         }
     }

@@ -35,6 +35,20 @@
  *    (commDestroySync, src/init.cc:2730-2745): behind a hung kernel they never return.
  *  - ncclCommRevoke (2.28.7) sets the abort flags, waits for the kernels to exit, and leaves the
  *    communicator allocated for shrink (src/init.cc:2965-3022).
+ *  - Before 2.27 a non-blocking group's job lives in the thread-local storage of the thread that
+ *    ended the group (v2.26.6-1 src/group.cc:20-23 `__thread struct ncclGroupJob
+ *    ncclGroupJobMain`, its address handed to NCCL's thread at :575), and NCCL's thread writes
+ *    into it until it ends (groupLaunch's tail: v2.17.1-1 src/group.cc:350-368, `gjob->doneFlag`,
+ *    `*gjob->groupErrorPtr`, `*gjob->groupCommHeadPtr`). A thread that exits while its job runs
+ *    leaves NCCL writing freed memory. Before 2.19 ncclCommAbort joins only the CALLING thread's
+ *    job (ncclCommEnsureReady -> ncclGroupJobAbort() on `__thread ncclGroupJobMainPtr`:
+ *    v2.18.3-1 src/init.cc ncclCommEnsureReady, src/group.cc ncclGroupJobAbort); from any other
+ *    thread it reclaims the communicator under its running job. 2.19 to 2.26 join through
+ *    `comm->groupJob` (v2.19.3-1), which still points into the starting thread's storage; 2.27
+ *    allocates the group job on the heap (v2.27.3-1 src/group.cc). The stand-in counts each such
+ *    use of freed or foreign memory as a violation (fake_violations) instead of crashing, and
+ *    its job still writes the starting thread's storage at its end, as NCCL's does, for
+ *    AddressSanitizer to see.
  *
  * Fault modes, set with fake_set(name, value) (all 0 by default):
  *   late_ms              how long NCCL's thread takes for non-blocking work (default 100)
@@ -46,6 +60,14 @@
  *   hang_destroy         ncclCommDestroy never returns (a dead peer behind destroy's barrier)
  *   hang_finalize        ncclCommFinalize never completes
  *   block_ms             a blocking creation takes this long before it completes (a slow peer)
+ *   late_handle          NOT NCCL's behaviour (NCCL stores the handle before its job starts,
+ *                        src/init.cc:2515), but a library the facade loads can do it: a
+ *                        non-blocking init returns ncclInProgress without writing *comm and
+ *                        stores the handle from its thread when done
+ * fake_hang_in(name) makes the entry point `name` block inside the call (a peer that never
+ * answers, a lock NCCL never gets) until fake_hang_in(NULL); fake_live_comms() and
+ * fake_live_jobs() count communicators not yet freed and NCCL threads still running;
+ * fake_violations() counts the uses of freed or foreign memory described above.
  * fake_set_async(comm, code) sets a communicator's async error (e.g. ncclRemoteError, as the
  * proxy thread does when a network peer dies). fake_fail_next(code, text) makes the next call
  * fail with `code` and last-error `text`. fake_set_cuda_hooks(launch, release) connects the
@@ -87,6 +109,8 @@ typedef struct ncclComm {
     int revoked, finalized;
     pthread_t job;             /* NCCL's group thread (comm->groupJob) */
     int has_job;
+    _Atomic int job_running;   /* that thread has not finished */
+    pthread_t job_starter;     /* the thread whose group started it (before 2.27: its storage) */
     void *hung[MAX_HUNG];      /* streams holding this communicator's hung kernels */
     int nhung;
     struct fake_shm *shm;      /* peers in other processes (fake_nccl_shm.c) */
@@ -98,7 +122,9 @@ static unsigned char rec[1 << 16];
 static size_t rec_len;
 static int fail_code;
 static char last_error[256];
-static int late_ms = 100, hang_init, hang_collective, hang_destroy, hang_finalize, block_ms;
+static int late_ms = 100, hang_init, hang_collective, hang_destroy, hang_finalize, block_ms, late_handle;
+static char hang_name[64];
+static _Atomic int live_comms, live_jobs, violations;
 static long (*cuda_launch)(void *stream, int hang);
 static void (*cuda_release)(void *stream);
 
@@ -116,10 +142,22 @@ int fake_set(const char *key, int value) {
     else if (!strcmp(key, "hang_destroy")) hang_destroy = value;
     else if (!strcmp(key, "hang_finalize")) hang_finalize = value;
     else if (!strcmp(key, "block_ms")) block_ms = value;
+    else if (!strcmp(key, "late_handle")) late_handle = value;
     else return -1;
     return 0;
 }
-void fake_reset_modes(void) { late_ms = 100; hang_init = hang_collective = hang_destroy = hang_finalize = block_ms = 0; }
+void fake_reset_modes(void) {
+    late_ms = 100;
+    hang_init = hang_collective = hang_destroy = hang_finalize = block_ms = late_handle = 0;
+    hang_name[0] = 0;
+}
+void fake_hang_in(const char *fn) {
+    if (fn) strncpy(hang_name, fn, sizeof hang_name - 1);
+    else hang_name[0] = 0;
+}
+int fake_live_comms(void) { return live_comms; }
+int fake_live_jobs(void) { return live_jobs; }
+int fake_violations(void) { return violations; }
 void fake_set_async(ncclComm_t comm, int code) { comm->async = code; }
 
 /* The AddressSanitizer run's negative control: a store through `out` after `ms`, from another
@@ -153,7 +191,12 @@ static void put(const void *p, size_t n) {
     }
     pthread_mutex_unlock(&rec_lock);
 }
-static void name(const char *s) { put(s, strlen(s) + 1); }
+static void nap(void);
+/* fake_hang_in: the named entry point blocks here until released. */
+static void maybe_hang(const char *fn) {
+    while (hang_name[0] && !strcmp(fn, hang_name)) nap();
+}
+static void name(const char *s) { maybe_hang(s); put(s, strlen(s) + 1); }
 #define ARG(x) put(&(x), sizeof(x))
 
 /* The result of the current call: a pending failure, else success. */
@@ -212,7 +255,20 @@ struct job {
     ncclComm_t *out;       /* job->newcomm: the caller's out-pointer, written when done */
     int hang;
     cudaStream_t stream;   /* a collective's stream */
+    struct group_job *group; /* before 2.27: the starting thread's group job */
 };
+
+/* NCCL's group job before 2.27: in the starting thread's storage (see the header). */
+#define THREAD_LOCAL_GROUP_JOB (FAKE_VERSION >= 21400 && FAKE_VERSION < 22700)
+struct group_job { _Atomic int running; };
+static __thread struct group_job thread_group_job;
+static pthread_key_t thread_exit_key;
+static pthread_once_t thread_exit_once = PTHREAD_ONCE_INIT;
+/* Runs when a thread exits: a job still running there will write its freed storage. */
+static void thread_exit(void *arg) {
+    if (__atomic_load_n(&((struct group_job *)arg)->running, __ATOMIC_ACQUIRE)) violations++;
+}
+static void thread_exit_key_make(void) { pthread_key_create(&thread_exit_key, thread_exit); }
 
 static int aborted(const struct job *j) {
     return j->owner->abort_flag || (j->made && j->made->abort_flag);
@@ -240,6 +296,10 @@ static void *job_main(void *arg) {
     }
     if (j->kind == JOB_CHILD) j->owner->child_abort = NULL;
     j->owner->async = res; /* src/group.cc:728-731 */
+    j->owner->job_running = 0;
+    /* groupLaunch's tail writes the starting thread's storage (before 2.27). */
+    if (j->group) __atomic_store_n(&j->group->running, 0, __ATOMIC_RELEASE);
+    live_jobs--;
     free(j);
     return NULL;
 }
@@ -252,6 +312,15 @@ static ncclResult_t start_job(struct job j) {
     if (owner->has_job) pthread_join(owner->job, NULL); /* the previous group job */
     owner->async = ncclInProgress;
     if (j.made) j.made->async = ncclInProgress;
+    if (THREAD_LOCAL_GROUP_JOB) {
+        pthread_once(&thread_exit_once, thread_exit_key_make);
+        thread_group_job.running = 1;
+        pthread_setspecific(thread_exit_key, &thread_group_job);
+        heap->group = &thread_group_job;
+    }
+    owner->job_running = 1;
+    owner->job_starter = pthread_self();
+    live_jobs++;
     pthread_create(&owner->job, NULL, job_main, heap);
     owner->has_job = 1;
     return ncclInProgress;
@@ -284,6 +353,7 @@ static ncclComm_t new_comm(int nranks, int rank, int device, int blocking) {
     c->rank = rank;
     c->device = device;
     c->blocking = blocking;
+    live_comms++;
     return c;
 }
 
@@ -293,6 +363,7 @@ static void free_comm(ncclComm_t comm) {
     if (comm->has_job) pthread_join(comm->job, NULL);
     leave_peers(comm);
     comm->magic = 0;
+    live_comms--;
     free(comm);
 }
 
@@ -312,7 +383,8 @@ static ncclResult_t init(ncclComm_t *comm, int nranks, int rank, int blocking, i
     ncclResult_t r = result();
     if (r != ncclSuccess) return r;
     ncclComm_t c = new_comm(nranks, rank, rank, blocking);
-    *comm = c;
+    int late = late_handle && !blocking && grouped && group_depth == 0;
+    if (!late) *comm = c;
     if (group_depth > 0 && ndeferred < 64) {
         deferred[ndeferred++] = (struct job){JOB_INIT, c, c, comm, hang_init, NULL};
         return ncclSuccess;
@@ -322,7 +394,7 @@ static ncclResult_t init(ncclComm_t *comm, int nranks, int rank, int blocking, i
         blocking_creation();
         return ncclSuccess;
     }
-    struct job j = {JOB_INIT, c, c, FAKE_VERSION < 21800 ? comm : NULL, hang_init, NULL};
+    struct job j = {JOB_INIT, c, c, FAKE_VERSION < 21800 || late ? comm : NULL, hang_init, NULL, NULL};
     return start_job(j);
 }
 
@@ -628,6 +700,11 @@ ncclResult_t ncclGroupEnd(void) {
 /* ncclCommAbort (src/init.cc:3025-3060). */
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
     name("ncclCommAbort"); ARG(live(comm)->rank);
+    /* Before 2.19 only the calling thread's group job is joined (see the header): from another
+     * thread NCCL reclaims the communicator while its job still runs. */
+    if (THREAD_LOCAL_GROUP_JOB && FAKE_VERSION < 21900 && comm->job_running &&
+        !pthread_equal(comm->job_starter, pthread_self()))
+        violations++;
     comm->abort_flag = 1;
     if (comm->child_abort) *comm->child_abort = 1;
     if (comm->has_job) { pthread_join(comm->job, NULL); comm->has_job = 0; } /* ncclGroupJobAbort */
@@ -637,6 +714,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 /* Not recorded: the facade polls it (creation, waits, the watchdog) as often as it likes. */
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *e) {
+    maybe_hang("ncclCommGetAsyncError");
     *e = (ncclResult_t)live(comm)->async;
     return ncclSuccess;
 }

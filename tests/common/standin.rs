@@ -10,8 +10,10 @@ use nccl_trampoline::cuda::Driver;
 use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{DeviceBuffer, DeviceBufferMut, Nccl, Stream, UniqueId};
 
-/// Every stand-in NCCL build: 2.32.3, 2.31.2, 2.28.3, 2.18.3, 2.17.1 (late init write), 2.7.8.
-pub const VERSIONS: [u32; 6] = [23203, 23102, 22803, 21803, 21701, 2708];
+/// Every stand-in NCCL build: 2.32.3, 2.31.2, 2.28.3, 2.26.5 (group job in thread storage,
+/// joined from any thread), 2.18.3 (joined only from its thread), 2.17.1 (late init write),
+/// 2.7.8.
+pub const VERSIONS: [u32; 7] = [23203, 23102, 22803, 22605, 21803, 21701, 2708];
 
 /// The stand-in NCCL built as `code`, named `libnccl.so.2`.
 pub fn fake_nccl(code: u32) -> PathBuf {
@@ -131,6 +133,39 @@ impl Log {
             0,
             "{key}"
         );
+    }
+    /// Makes the entry point `function` block inside the call until [`release_hang`](Self::release_hang).
+    pub fn hang_in(&self, function: &str) {
+        let c = std::ffi::CString::new(function).unwrap();
+        self.f::<extern "C" fn(*const std::ffi::c_char)>("fake_hang_in")(c.as_ptr())
+    }
+    pub fn release_hang(&self) {
+        self.f::<extern "C" fn(*const std::ffi::c_char)>("fake_hang_in")(std::ptr::null())
+    }
+    /// Communicators the stand-in made and has not freed.
+    pub fn live_comms(&self) -> i32 {
+        self.f::<extern "C" fn() -> i32>("fake_live_comms")()
+    }
+    /// NCCL threads (group jobs) still running.
+    pub fn live_jobs(&self) -> i32 {
+        self.f::<extern "C" fn() -> i32>("fake_live_jobs")()
+    }
+    /// Uses of freed or foreign memory NCCL would make (tests/c/fake_nccl.c's header): a
+    /// thread that exited while its group job ran, an abort from a thread that did not start
+    /// the job it must join.
+    pub fn violations(&self) -> i32 {
+        self.f::<extern "C" fn() -> i32>("fake_violations")()
+    }
+    /// Waits (at most `limit`) until `done()`; true if it came.
+    pub fn eventually(&self, limit: std::time::Duration, done: impl Fn(&Log) -> bool) -> bool {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if done(self) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        done(self)
     }
     /// Sets a communicator's async error, as NCCL's proxy thread does when a network peer dies.
     pub fn set_async(&self, comm: *mut c_void, code: i32) {

@@ -1,33 +1,177 @@
 //! The creation in progress: [`Pending`] owns the slots NCCL writes new handles into, drives
 //! the creating call (bounded, on its own thread) and the polling of NCCL's async state, and on
 //! failure, timeout, cancel or drop aborts whatever NCCL made.
+//!
+//! **One thread per creation, for the whole creation.** The creating call runs on a thread of
+//! its own, and that thread stays until NCCL's job for the creation is over: before 2.27 NCCL
+//! keeps a non-blocking creation's group job in that thread's storage, and before 2.19 only an
+//! abort from that thread joins it ([`crate::nccl::bounded`]). So every abort of what the
+//! creation involves — its new communicators, and for a split or shrink the parents NCCL stops
+//! it through — runs on that thread: the creation's own stop on failure, timeout, cancel or
+//! drop, and any [`AbortHandle`] of those communicators meanwhile (their [`Home`]).
+//!
+//! **Slots are freed only once NCCL is done with them**: the call returned in blocking mode, or
+//! NCCL's job was seen over, or an abort joined it. When none of these can be shown (an abort
+//! that could not run; a library that promised a handle and has not stored it) the slots are
+//! leaked, and the thread stays, rather than freed under NCCL.
 
 use core::ffi::c_void;
 use core::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use crate::cuda::Backoff;
-use crate::nccl::bounded::{spawn_bounded, BoundedCall};
+use crate::nccl::bounded::{spawn_bounded, BoundedCall, CallThread, Exit};
 use crate::nccl::communicator::{AbortHandle, Communicator};
 use crate::nccl::create::Slots;
 use crate::nccl::error::Error;
 use crate::nccl::functions::{Function, Sym};
 use crate::nccl::library::Nccl;
-use crate::nccl::shared::Shared;
+use crate::nccl::shared::{retire, Home, Shared};
 use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
 use crate::nccl::types::NcclResult;
+use crate::nccl::version::Version;
 
 /// What the creating call returned, from its thread.
 pub(super) type CallResult = Result<NcclResult, Error>;
 
 enum Stage {
     /// The creating call is running on its own thread.
-    Calling(BoundedCall<CallResult>),
-    /// It returned `ncclInProgress`: NCCL's thread finishes the work.
+    Calling,
+    /// It returned; NCCL's own thread may still be making the communicators.
     Polling,
-    /// Finished (taken, failed or cancelled).
+    /// Finished (handed out, failed, stopped or abandoned); the thread is released.
     Done,
+}
+
+/// What a creation shares with its thread: the slots, the communicators being made, the
+/// parents NCCL makes them from, and how far NCCL got.
+struct Creation {
+    nccl: Nccl,
+    op: Sym,
+    slots: Arc<Slots>,
+    /// One per slot: the communicators being made, in state `Creating`.
+    children: Vec<Arc<Shared>>,
+    /// Split and shrink: the parents whose async state reports the children's progress.
+    parents: Vec<Arc<Shared>>,
+    teardown: Option<Duration>,
+    progress: Mutex<Progress>,
+    /// The creation's thread, released by whoever ends the creation.
+    thread: OnceLock<CallThread>,
+}
+
+#[derive(Default)]
+struct Progress {
+    /// NCCL's own thread may be running a job for this creation: the call returned
+    /// `ncclInProgress` (or a non-blocking split's success), and the job was not seen over.
+    background: bool,
+    /// Why the call was abandoned, for its thread's cleanup.
+    abandoned: Option<Cause>,
+    /// The creation was stopped (its cause), and how its thread may end.
+    stopped: Option<(Cause, Exit)>,
+}
+
+impl Creation {
+    fn progress(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every communicator the creation involves.
+    fn involved(&self) -> impl Iterator<Item = &Arc<Shared>> {
+        self.children.iter().chain(&self.parents)
+    }
+
+    /// On the creation's thread, when the call returned `r`: does NCCL's job go on?
+    fn returned(&self, r: &CallResult) {
+        let background = match r {
+            Ok(NcclResult::IN_PROGRESS) => true,
+            // A non-blocking split or shrink returns success with the child still being made.
+            Ok(r) if r.is_success() => !self.parents.is_empty() && self.parents.iter().any(|p| p.is_nonblocking()),
+            _ => false,
+        };
+        if matches!(r, Ok(NcclResult::IN_PROGRESS)) {
+            self.involved().for_each(|c| c.saw_in_progress());
+        }
+        self.progress().background = background;
+    }
+
+    /// True once the creation was stopped, or an abort of a communicator being made was asked.
+    /// (A parent's abort runs on the creation's thread when the call returns, and stops it.)
+    fn cancelled(&self) -> bool {
+        self.progress().stopped.is_some()
+            || self.children.iter().any(|c| c.has_abort_request() || matches!(c.state(), CommState::Aborted(_)))
+    }
+
+    /// The cause the creation was stopped with, if it was.
+    fn stopped(&self) -> Option<Cause> {
+        self.progress().stopped.as_ref().map(|(c, _)| c.clone())
+    }
+
+    /// Stops the creation, on its thread: NCCL's job (through the parents, for a split or
+    /// shrink, unless `job_over`: NCCL finished it) and every communicator NCCL made. Frees
+    /// nothing NCCL may still write, and releases the thread as NCCL's job allows. Runs once;
+    /// later calls return the first outcome.
+    fn stop(self: &Arc<Self>, cause: Cause, job_over: bool) -> Exit {
+        if let Some((_, exit)) = &self.progress().stopped {
+            return *exit;
+        }
+        let background = self.progress().background;
+        let deadline = Deadline::after(self.teardown);
+        // Parents first: NCCL stops a child only through its parent's abort flag (NCCL
+        // v2.30.7-1 src/init.cc:2915-2926), and that abort, from this thread, joins the job.
+        let mut parents_aborted = !self.parents.is_empty();
+        if !job_over {
+            for p in &self.parents {
+                let ok = p.abort_on_this_thread(cause.clone(), deadline).is_ok();
+                parents_aborted &= ok || p.is_released();
+            }
+        }
+        // Then what NCCL stored: a failed child is stored too (src/init.cc:1959-1962 runs on
+        // the failure path).
+        let mut children_aborted = true;
+        for (i, child) in self.children.iter().enumerate() {
+            let handle = self.slots.get(i);
+            if handle.is_null() {
+                child.mark(CommState::Aborted(cause.clone()));
+                children_aborted = false;
+                continue;
+            }
+            child.set_handle(handle);
+            let ok = child.abort_on_this_thread(cause.clone(), deadline).is_ok();
+            children_aborted &= ok || child.is_released();
+        }
+        // Init's job is the new communicator's, a split's the parent's: aborted from here, it
+        // is joined (every version), and NCCL writes no slot after that.
+        let job_joined = if self.parents.is_empty() { children_aborted } else { parents_aborted && !job_over };
+        // Before 2.18 a failed init's undo rewrites the slot after the error shows (v2.17.1-1
+        // src/init.cc:1272-1273, after groupCleanup sets the async error).
+        let over_and_stored = job_over && (!self.parents.is_empty() || self.nccl.version() >= Version::new(2, 18, 0));
+        if background && !job_joined && !over_and_stored {
+            // NCCL may still store a handle: the slots stay allocated for good.
+            core::mem::forget(Arc::clone(&self.slots));
+        }
+        let storage_free = !background || job_joined || self.nccl.version() >= Version::new(2, 27, 0);
+        let exit = if storage_free { Exit::AfterWork } else { Exit::Never };
+        for c in self.involved() {
+            c.set_home(None);
+        }
+        self.progress().stopped = Some((cause, exit));
+        if let Some(t) = self.thread.get() {
+            t.release(exit);
+        }
+        exit
+    }
+
+    /// On the creation's thread when a call abandoned by its owner returned: stop everything.
+    fn after_abandon(self: &Arc<Self>, r: CallResult) -> Exit {
+        self.returned(&r);
+        let cause = self.progress().abandoned.clone().unwrap_or(Cause::Requested);
+        // The owner marked the parents lost; their call (ours) has returned: abort them.
+        for p in &self.parents {
+            p.finish_abandoned(false);
+        }
+        self.stop(cause, false)
+    }
 }
 
 /// A communicator (or several, for `init_all` and `split_all`) being made. It owns the memory
@@ -36,15 +180,12 @@ enum Stage {
 /// [`wait`](Pending::wait) finishes it within the creation deadline; [`poll`](Pending::poll)
 /// checks without waiting. On failure or timeout everything NCCL made is aborted: an init's new
 /// communicator; for a split or shrink, NCCL can only stop the child through its parent, so the
-/// parent is aborted too. Dropping an unfinished `Pending` cancels it the same way.
+/// parent is aborted too. Dropping an unfinished `Pending` cancels it the same way and returns
+/// once that abort ran (within the teardown timeout); a blocking call still inside NCCL is left
+/// to its thread, which aborts what it made when NCCL returns.
 pub struct Pending<'p> {
-    nccl: Nccl,
-    op: Sym,
-    slots: Arc<Slots>,
-    /// One per slot: the communicators being made, in state `Creating`.
-    children: Vec<Arc<Shared>>,
-    /// Split and shrink: the parents whose async state reports the children's progress.
-    parents: Vec<Arc<Shared>>,
+    creation: Arc<Creation>,
+    call: BoundedCall<CallResult>,
     deadline: Deadline,
     stage: Stage,
     _parent: PhantomData<&'p mut Communicator>,
@@ -53,8 +194,8 @@ pub struct Pending<'p> {
 impl core::fmt::Debug for Pending<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Pending")
-            .field("operation", &Nccl::name(self.op))
-            .field("children", &self.children.len())
+            .field("operation", &Nccl::name(self.creation.op))
+            .field("children", &self.creation.children.len())
             .finish()
     }
 }
@@ -70,45 +211,57 @@ impl<'p> Pending<'p> {
         timeouts: Timeouts,
         call: impl FnOnce(&Nccl, &Slots) -> CallResult + Send + 'static,
     ) -> Result<Self, Error> {
+        if timeouts.create == Some(Duration::ZERO) {
+            return Err(Error::ZeroTimeout { operation: Nccl::name(op) });
+        }
         let deadline = Deadline::after(timeouts.create);
         let context = children.first().and_then(|c| c.context);
-        let (theirs, their_slots) = (nccl.clone(), Arc::clone(&slots));
-        let (cleanup_slots, cleanup_parents, cleanup_children) =
-            (Arc::clone(&slots), parents.clone(), children.clone());
-        let call = spawn_bounded(
-            nccl.cuda_if_any().cloned().zip(context),
-            move || call(&theirs, &their_slots),
-            // Abandoned inside NCCL: nobody else will free what this call made.
-            move |_| {
-                for p in &cleanup_parents {
-                    p.finish_abandoned(false);
-                }
-                abort_made(&cleanup_slots, &cleanup_children);
-            },
-        )
-        .ok_or(Error::Timeout { operation: Nccl::name(op), waited: Duration::ZERO })?;
-        Ok(Pending {
+        let creation = Arc::new(Creation {
             nccl: nccl.clone(),
             op,
             slots,
             children,
             parents,
-            deadline,
-            stage: Stage::Calling(call),
-            _parent: PhantomData,
-        })
+            teardown: timeouts.teardown,
+            progress: Mutex::new(Progress::default()),
+            thread: OnceLock::new(),
+        });
+        let (theirs, cleanup) = (Arc::clone(&creation), Arc::clone(&creation));
+        let call = spawn_bounded(
+            nccl.cuda_if_any().cloned().zip(context),
+            move || {
+                let r = call(&theirs.nccl, &theirs.slots);
+                theirs.returned(&r);
+                r
+            },
+            move |r| cleanup.after_abandon(r),
+        )
+        .map_err(|e| Error::Thread { name: "nccl-bounded-call", source: e.into() })?;
+        let _ = creation.thread.set(call.thread());
+        // Aborts of these communicators run on the creation's thread until it is over.
+        let weak = Arc::downgrade(&creation);
+        let home = Home {
+            thread: call.thread(),
+            abort: Arc::new(move |cause| {
+                if let Some(c) = weak.upgrade() {
+                    c.stop(cause, false);
+                }
+                Ok(())
+            }),
+        };
+        for c in creation.involved() {
+            c.set_home(Some(home.clone()));
+        }
+        Ok(Pending { creation, call, deadline, stage: Stage::Calling, _parent: PhantomData })
     }
 
-    /// A handle that aborts (cancels) this creation from any thread. A non-blocking creation
-    /// is aborted in NCCL; a blocking one is abandoned (left to its thread, which aborts what it
-    /// made when NCCL returns), and `wait` returns at once.
+    /// A handle that aborts (cancels) this creation from any thread: what NCCL made is aborted
+    /// on the creation's thread (for a split or shrink, with the parent), within the teardown
+    /// timeout. While a blocking creating call is still inside NCCL that cannot run yet:
+    /// `abort` returns [`Error::AbortPending`], `wait` returns at once, and the call's thread
+    /// aborts what it made when NCCL returns.
     pub fn abort_handle(&self) -> Option<AbortHandle> {
-        self.children.first().map(|c| AbortHandle::new(Arc::clone(c)))
-    }
-
-    /// True if an abort handle asked to cancel.
-    fn cancelled(&self) -> bool {
-        self.children.iter().any(|c| matches!(c.state(), CommState::Aborted(_)) || c.has_abort_request())
+        self.creation.children.first().map(|c| AbortHandle::new(Arc::clone(c)))
     }
 
     /// Checks progress without waiting: `Ok(true)` once [`wait`](Self::wait) would return at
@@ -127,81 +280,71 @@ impl<'p> Pending<'p> {
     pub(super) fn wait_all(&mut self) -> Result<Vec<Option<Communicator>>, Error> {
         while !self.step(true)? {}
         let made = self
+            .creation
             .children
             .iter()
             .map(|c| (!c.handle().is_null()).then(|| Communicator::from_shared(Arc::clone(c))))
             .collect();
-        self.children.clear();
         Ok(made)
+    }
+
+    /// Marks the call abandoned (its thread cleans up when it returns): the parents are lost
+    /// until then.
+    fn abandon(&self, cause: Cause) {
+        self.creation.progress().abandoned = Some(cause.clone());
+        for p in &self.creation.parents {
+            p.abandon(cause.clone());
+        }
+    }
+
+    fn timeout_cause(&self) -> Cause {
+        Cause::Timeout { operation: Nccl::name(self.creation.op), waited: self.deadline.waited() }
     }
 
     /// One step; `block`: wait (bounded) instead of returning `Ok(false)`.
     fn step(&mut self, block: bool) -> Result<bool, Error> {
-        let outcome = match &self.stage {
+        let returned = match self.stage {
             Stage::Done => return Ok(true),
-            Stage::Calling(call) => {
-                let cancelled = || self.cancelled();
-                let returned = if block {
-                    let parents = &self.parents;
-                    let (op, deadline) = (Nccl::name(self.op), self.deadline);
-                    call.wait(deadline, &cancelled, || {
-                        for p in parents {
-                            p.abandon(Cause::Timeout { operation: op, waited: deadline.waited() });
-                        }
-                    })
-                } else {
-                    match call.try_take() {
-                        Some(r) => Some(r),
-                        None if self.deadline.passed() || cancelled() => call.abandon(|| {
-                            for p in &self.parents {
-                                p.abandon(Cause::Timeout {
-                                    operation: Nccl::name(self.op),
-                                    waited: self.deadline.waited(),
-                                });
-                            }
-                        }),
-                        None => return Ok(false),
-                    }
-                };
-                match returned {
-                    Some(r) => r,
-                    None => {
-                        // Abandoned: the call's thread owns the slots and cleans up.
-                        self.stage = Stage::Done;
-                        return Err(self.gave_up());
-                    }
-                }
+            Stage::Polling => return self.poll_progress(block),
+            Stage::Calling if block => {
+                let creation = &self.creation;
+                let cancelled = || creation.cancelled();
+                let deadline = self.deadline;
+                self.call.wait(deadline, &cancelled, || self.abandon(self.give_up_cause()))
             }
-            Stage::Polling => Ok(NcclResult::IN_PROGRESS),
+            Stage::Calling => match self.call.try_take() {
+                Some(r) => Some(r),
+                None if self.deadline.passed() || self.creation.cancelled() => {
+                    self.call.abandon(|| self.abandon(self.give_up_cause()))
+                }
+                None => return Ok(false),
+            },
         };
-        match outcome {
-            Err(e) => {
-                self.stage = Stage::Done;
-                abort_made(&self.slots, &self.children);
-                self.fail_children();
-                Err(e)
-            }
-            // Success does not mean done: a non-blocking split or shrink returns ncclSuccess
-            // while the child is still being made (its NCCLCHECK passes ncclInProgress through:
-            // NCCL v2.30.7-1 src/include/checks.h:148-156, src/init.cc:3400-3411), and only the
-            // parent's async state says so. The watched states are polled either way; a
-            // blocking creation is done at the first poll.
+        let Some(r) = returned else {
+            // Abandoned: the call's thread owns the slots and cleans up when NCCL returns.
+            self.stage = Stage::Done;
+            return Err(self.gave_up());
+        };
+        if self.creation.stopped().is_some() {
+            // An abort handle stopped it on its thread as soon as the call returned.
+            self.stage = Stage::Done;
+            return Err(self.gave_up());
+        }
+        match r {
+            Err(e) => self.fail(e, Cause::Requested, true),
             Ok(r) if r.is_success() || r == NcclResult::IN_PROGRESS => {
+                // Success does not mean done: a non-blocking split or shrink returns success
+                // while the child is still being made (its NCCLCHECK passes ncclInProgress
+                // through: NCCL v2.30.7-1 src/include/checks.h:148-156, src/init.cc:3400-3411),
+                // and only the parent's async state says so. The watched states are polled
+                // either way; a blocking creation is done at the first poll.
                 self.stage = Stage::Polling;
-                if r == NcclResult::IN_PROGRESS {
-                    for c in self.children.iter().chain(&self.parents) {
-                        c.saw_in_progress();
-                    }
-                }
                 self.poll_progress(block)
             }
             Ok(r) => {
-                self.stage = Stage::Done;
-                let handle = self.slots.get(0);
-                let err = self.nccl.failure(self.op, r, handle);
-                abort_made(&self.slots, &self.children);
-                self.fail_children();
-                Err(err)
+                let err = self.creation.nccl.failure(self.creation.op, r, self.creation.slots.get(0));
+                let cause = Cause::Nccl { function: Nccl::name(self.creation.op), code: r };
+                self.fail(err, cause, true)
             }
         }
     }
@@ -210,36 +353,32 @@ impl<'p> Pending<'p> {
     fn poll_progress(&mut self, block: bool) -> Result<bool, Error> {
         let mut backoff = Backoff::new();
         loop {
+            if self.creation.stopped().is_some() {
+                // An abort handle stopped it (on its thread).
+                self.stage = Stage::Done;
+                return Err(self.gave_up());
+            }
             match self.progress() {
                 Ok(true) => return self.complete(),
                 Ok(false) => {}
                 Err(e) => {
-                    // NCCL finished the work with an error (or an abort joined it): the slots
-                    // are final. A failed child is still stored (src/init.cc:1959-1962 runs on
-                    // failure too): abort it. A parent keeps the error in its async state.
-                    self.stage = Stage::Done;
-                    abort_made(&self.slots, &self.children);
+                    // NCCL finished the work with an error (or an abort joined it). A parent
+                    // keeps the error in its async state.
                     let code = match &e {
                         Error::Nccl { result, .. } => *result,
                         _ => NcclResult::INTERNAL_ERROR,
                     };
-                    for p in &self.parents {
-                        p.fail(Cause::Nccl { function: Nccl::name(self.op), code });
+                    let cause = Cause::Nccl { function: Nccl::name(self.creation.op), code };
+                    for p in &self.creation.parents {
+                        p.fail(cause.clone());
                     }
-                    self.fail_children();
-                    return Err(e);
+                    return self.fail(e, cause, true);
                 }
             }
-            if self.deadline.passed() || self.cancelled() {
-                self.stage = Stage::Done;
+            if self.deadline.passed() || self.creation.cancelled() {
                 let err = self.gave_up();
-                let cause = match &err {
-                    Error::Timeout { operation, waited } => Cause::Timeout { operation, waited: *waited },
-                    _ => Cause::Requested,
-                };
-                self.stop_in_nccl(cause);
-                self.fail_children();
-                return Err(err);
+                let cause = self.give_up_cause();
+                return self.fail(err, cause, false);
             }
             if !block {
                 return Ok(false);
@@ -248,40 +387,45 @@ impl<'p> Pending<'p> {
         }
     }
 
-    /// Whether NCCL finished the work (`Err` if it failed).
+    /// Whether NCCL finished the work (`Err` if it failed, or a parent was aborted meanwhile).
     fn progress(&self) -> Result<bool, Error> {
-        let watched: Vec<(*mut c_void, &Arc<Shared>)> = if self.parents.is_empty() {
-            (0..self.children.len()).map(|i| (self.slots.get(i), &self.children[i])).collect()
+        let creation = &self.creation;
+        let background = creation.progress().background;
+        let watched: Vec<(*mut c_void, &Arc<Shared>)> = if creation.parents.is_empty() {
+            creation.children.iter().enumerate().map(|(i, c)| (creation.slots.get(i), c)).collect()
         } else {
-            self.parents.iter().map(|p| (p.handle(), p)).collect()
+            creation.parents.iter().map(|p| (p.handle(), p)).collect()
         };
         let mut done = true;
         for (handle, owner) in watched {
             if handle.is_null() {
+                // NCCL stores an init's handle before its job starts (src/init.cc:2515); a
+                // library that has not yet is still working on it.
+                done &= !(background && creation.parents.is_empty());
                 continue;
             }
-            // The new communicator's handle is known now: an abort handle can reach it.
-            if self.parents.is_empty() {
+            // The new communicator's handle is known now: an abort can reach it.
+            if creation.parents.is_empty() {
                 owner.set_handle(handle);
             }
             let mut state = 0i32;
             let out: *mut i32 = &mut state;
             let guard = match owner.enter("ncclCommGetAsyncError", Allow::Creating) {
                 Ok(g) => g,
-                // A parent aborted meanwhile: its abort joined NCCL's thread, so the child's
-                // slot is final; the child's own state decides (in `complete`).
-                Err(Error::Unusable { state: CommState::Aborted(_) | CommState::Destroyed, .. })
-                    if !self.parents.is_empty() =>
+                // A parent aborted meanwhile (its abort ran on the creation's thread): the
+                // split is over, as aborted.
+                Err(Error::Unusable { state: state @ (CommState::Aborted(_) | CommState::Destroyed), .. })
+                    if !creation.parents.is_empty() =>
                 {
-                    continue
+                    return Err(Error::Unusable { operation: Nccl::name(creation.op), state })
                 }
                 Err(e) => return Err(e),
             };
             // SAFETY: a handle NCCL stored (final: the slot says so), a valid `int *`.
-            let r = unsafe { self.nccl.functions().comm_get_async_error.call(&self.nccl, (handle, out)) }?;
+            let r = unsafe { creation.nccl.functions().comm_get_async_error.call(&creation.nccl, (handle, out)) }?;
             drop(guard);
             if !r.is_success() {
-                return Err(self.nccl.failure(Sym::CommGetAsyncError, r, handle));
+                return Err(creation.nccl.failure(Sym::CommGetAsyncError, r, handle));
             }
             match NcclResult(state) {
                 NcclResult::IN_PROGRESS => {
@@ -289,104 +433,103 @@ impl<'p> Pending<'p> {
                     done = false;
                 }
                 s if s.is_success() => {}
-                s => return Err(self.nccl.failure(self.op, s, handle)),
+                s => return Err(creation.nccl.failure(creation.op, s, handle)),
             }
         }
         Ok(done)
     }
 
-    /// Creation done: every child gets its handle and rank facts.
+    /// Creation done: every child gets its handle and rank facts, and the thread is retired.
     fn complete(&mut self) -> Result<bool, Error> {
-        self.stage = Stage::Done;
-        for (i, child) in self.children.iter().enumerate() {
-            let handle = self.slots.get(i);
+        let creation = Arc::clone(&self.creation);
+        for (i, child) in creation.children.iter().enumerate() {
+            let handle = creation.slots.get(i);
             if handle.is_null() {
                 // NCCL_SPLIT_NOCOLOR: no child on this rank.
                 child.mark(CommState::Destroyed);
                 continue;
             }
             child.set_handle(handle);
-            match child_ready(&self.nccl, handle).and_then(|()| rank_info(&self.nccl, handle)) {
+            match child_ready(&creation.nccl, handle).and_then(|()| rank_info(&creation.nccl, handle)) {
                 Ok(info) => child.complete(handle, info),
-                Err(e) => {
-                    abort_made(&self.slots, &self.children);
-                    self.fail_children();
-                    return Err(e);
-                }
+                Err(e) => return self.fail(e, Cause::Requested, true),
             }
+        }
+        // NCCL's job is over and was seen so: nothing aborts through this creation any more.
+        let background = {
+            let mut p = creation.progress();
+            core::mem::replace(&mut p.background, false)
+        };
+        for c in creation.involved() {
+            c.set_home(None);
+        }
+        self.stage = Stage::Done;
+        if background {
+            retire(&creation.nccl, &self.call.thread());
+        } else {
+            self.call.release(Exit::AfterWork);
         }
         Ok(true)
     }
 
+    /// Fails the creation with `err`: stops it on its thread (`job_over`: NCCL's job has ended,
+    /// only what it made is aborted) and releases the thread.
+    fn fail(&mut self, err: Error, cause: Cause, job_over: bool) -> Result<bool, Error> {
+        self.stop(cause, job_over);
+        Err(err)
+    }
+
+    /// Stops the creation on its thread (which it then releases), waiting for that within the
+    /// teardown timeout.
+    fn stop(&mut self, cause: Cause, job_over: bool) {
+        self.stage = Stage::Done;
+        let creation = Arc::clone(&self.creation);
+        let deadline = Deadline::after(creation.teardown);
+        let _ = self.call.thread().run(deadline, move || creation.stop(cause, job_over));
+    }
+
+    /// Why the creation is given up now: the deadline, or an abort.
+    fn give_up_cause(&self) -> Cause {
+        if self.deadline.passed() {
+            return self.timeout_cause();
+        }
+        self.creation.stopped().unwrap_or(Cause::Requested)
+    }
+
     /// The error for a creation given up at the deadline (or cancelled).
     fn gave_up(&self) -> Error {
-        let operation = Nccl::name(self.op);
-        if self.deadline.passed() {
-            Error::Timeout { operation, waited: self.deadline.waited() }
-        } else {
-            Error::Unusable { operation, state: CommState::Aborted(Cause::Requested) }
+        let operation = Nccl::name(self.creation.op);
+        match self.give_up_cause() {
+            Cause::Timeout { waited, .. } => Error::Timeout { operation, waited },
+            cause => Error::Unusable { operation, state: CommState::Aborted(cause) },
         }
-    }
-
-    /// Stops NCCL's background work and frees what it made. Init: abort the new communicators
-    /// (`ncclCommAbort` joins NCCL's thread). Split and shrink: the child can only be stopped
-    /// through the parent (its abort flag reaches the child: src/init.cc:2915-2926), so abort
-    /// the parents; once their aborts joined NCCL's thread, the slots are final.
-    fn stop_in_nccl(&self, cause: Cause) {
-        if self.parents.is_empty() {
-            abort_made(&self.slots, &self.children);
-        } else {
-            for p in &self.parents {
-                let _ = p.request_abort(cause.clone());
-            }
-            abort_made(&self.slots, &self.children);
-        }
-    }
-
-    fn fail_children(&mut self) {
-        for c in &self.children {
-            c.mark(CommState::Aborted(Cause::Requested));
-        }
-        self.children.clear();
     }
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        match &self.stage {
-            Stage::Done => {}
-            Stage::Calling(call) => {
-                let parents = &self.parents;
-                if let Some(r) = call.abandon(|| {
-                    for p in parents {
-                        p.abandon(Cause::Requested);
-                    }
-                }) {
-                    if r == Ok(NcclResult::IN_PROGRESS) {
-                        self.stop_in_nccl(Cause::Requested);
-                    } else {
-                        abort_made(&self.slots, &self.children);
-                    }
+        match self.stage {
+            Stage::Done => return,
+            Stage::Calling => {
+                // A non-blocking creating call returns at once: let it (within the teardown
+                // timeout) so that what it made is stopped before drop returns. A blocking one
+                // may wait for peers for ever: it is abandoned, and its thread cleans up.
+                let creation = Arc::clone(&self.creation);
+                let nonblocking = creation.involved().any(|c| c.is_nonblocking());
+                let returned = if nonblocking {
+                    let deadline = Deadline::after(creation.teardown);
+                    self.call.wait(deadline, &|| false, || self.abandon(Cause::Requested))
+                } else {
+                    self.call.abandon(|| self.abandon(Cause::Requested))
+                };
+                if returned.is_none() {
+                    // Abandoned: its thread stops the creation when the call returns.
+                    return;
                 }
             }
-            Stage::Polling => self.stop_in_nccl(Cause::Requested),
+            Stage::Polling => {}
         }
-        for c in &self.children {
-            c.mark(CommState::Aborted(Cause::Requested));
-        }
-    }
-}
-
-/// Aborts every communicator NCCL stored in `slots` (made by a creation nobody will complete),
-/// through its shared state, so a communicator an abort handle already aborted is not aborted
-/// twice.
-fn abort_made(slots: &Slots, children: &[Arc<Shared>]) {
-    for (i, child) in children.iter().enumerate() {
-        let handle = slots.get(i);
-        if !handle.is_null() {
-            child.set_handle(handle);
-            let _ = child.request_abort(Cause::Requested);
-        }
+        self.stop(Cause::Requested, false);
     }
 }
 

@@ -3,18 +3,19 @@
 
 use core::ffi::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use crate::nccl::bounded::run_bounded;
+use crate::nccl::bounded::{spawn_bounded, BoundedCall, CallThread, Exit};
 use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::functions::{Function, Functions};
 use crate::nccl::library::Nccl;
 use crate::nccl::state::{Cause, CommState, Deadline};
 use crate::nccl::types::NcclResult;
+use crate::nccl::version::Version;
 
-use super::{CallGuard, Shared};
+use super::{CallGuard, Home, Shared};
 
 impl Shared {
     /// Graceful end within `limit`, else abort: what `Drop` does. See [`Communicator`]'s docs.
@@ -54,10 +55,10 @@ impl Shared {
         if !self.nccl.has_sym(Sym::CommFinalize) {
             return Ok(());
         }
-        let r = self.bounded_call(|f| &f.comm_finalize, deadline)?;
+        let (r, call) = self.bounded_call(|f| &f.comm_finalize, deadline)?;
         if r == NcclResult::IN_PROGRESS {
             self.saw_in_progress();
-            return self.wait_done(Sym::CommFinalize, deadline);
+            return self.wait_for_job(Sym::CommFinalize, call, deadline);
         }
         if r.is_success() {
             Ok(())
@@ -68,7 +69,7 @@ impl Shared {
 
     /// `ncclCommDestroy` on a bounded thread (it can wait for peers); abandoned at the deadline.
     pub(crate) fn destroy_within(self: &Arc<Self>, deadline: Deadline) -> Result<(), Error> {
-        let r = self.bounded_call(|f| &f.comm_destroy, deadline)?;
+        let (r, _) = self.bounded_call(|f| &f.comm_destroy, deadline)?;
         if r.is_success() {
             Ok(())
         } else {
@@ -76,23 +77,53 @@ impl Shared {
         }
     }
 
-    /// Runs the one-argument call `function(comm)` on a thread with the communicator's context, under
-    /// the call lock, waiting at most until `deadline`. At the deadline the call is abandoned
-    /// (the communicator becomes `Lost`). `ncclCommDestroy` marks it destroyed when it returns.
+    /// Waits (until `deadline`) for the background job that the call on `call`'s thread
+    /// started. Until NCCL's job is over the thread stays, and every abort of this communicator
+    /// runs there ([`Home`]): before 2.27 the job lives in that thread's storage. Done, the
+    /// thread is retired; on an error or timeout it stays until the abort that must follow.
+    fn wait_for_job(self: &Arc<Self>, sym: Sym, call: BoundedCall<CallResult>, deadline: Deadline) -> Result<(), Error> {
+        let thread = call.into_thread();
+        let me = Arc::downgrade(self);
+        let theirs = thread.clone();
+        self.set_home(Some(Home {
+            thread: thread.clone(),
+            abort: Arc::new(move |cause| {
+                let Some(me) = me.upgrade() else { return Ok(()) };
+                let r = me.abort_on_this_thread(cause, Deadline::after(me.timeouts().teardown));
+                me.set_home(None);
+                // Aborted from its own thread, NCCL's job is joined; otherwise it may still run.
+                theirs.release(if r.is_ok() { Exit::AfterWork } else { Exit::Never });
+                r
+            }),
+        }));
+        let done = self.wait_done(sym, deadline);
+        if done.is_ok() {
+            self.set_home(None);
+            retire(&self.nccl, &thread);
+        }
+        done
+    }
+
+    /// Runs the one-argument call `function(comm)` on a thread with the communicator's context,
+    /// under the call lock, waiting at most until `deadline`; returns its result and the thread,
+    /// which waits for work until released (dropped). At the deadline the call is abandoned (the
+    /// communicator becomes `Lost`). `ncclCommDestroy` marks it destroyed when it returns.
     fn bounded_call(
         self: &Arc<Self>,
         function: fn(&Functions) -> &Function<(*mut c_void,), NcclResult>,
         deadline: Deadline,
-    ) -> Result<NcclResult, Error> {
+    ) -> Result<(NcclResult, BoundedCall<CallResult>), Error> {
         let sym = function(self.nccl.functions()).sym();
         let me = Arc::clone(self);
         let destroys = sym == Sym::CommDestroy;
         let operation = Nccl::name(sym);
-        let outcome = run_bounded(
+        let cleanup = {
+            let me = Arc::clone(self);
+            move |_| if me.finish_abandoned(destroys) { Exit::AfterWork } else { Exit::Never }
+        };
+        let call = spawn_bounded(
             self.nccl.cuda_if_any().cloned().zip(self.context),
-            deadline,
-            &|| self.has_pending_abort.load(Ordering::Acquire),
-            move || -> Result<NcclResult, Error> {
+            move || -> CallResult {
                 let mut guard = me.enter_even_if_lost(operation)?;
                 let comm = me.handle();
                 // SAFETY: the handle is this communicator's, under its call lock.
@@ -104,14 +135,12 @@ impl Shared {
                 }
                 Ok(r)
             },
-            || self.abandon(Cause::Timeout { operation, waited: deadline.waited() }),
-            {
-                let me = Arc::clone(self);
-                move |_| me.finish_abandoned(destroys)
-            },
+            cleanup,
         );
-        match outcome {
-            Some(r) => r,
+        let call = call.map_err(|e| Error::Thread { name: "nccl-bounded-call", source: e.into() })?;
+        let abandon = || self.abandon(Cause::Timeout { operation, waited: deadline.waited() });
+        match call.wait(deadline, &|| self.has_pending_abort.load(Ordering::Acquire), abandon) {
+            Some(r) => Ok((r?, call)),
             None if deadline.passed() => Err(Error::Timeout { operation, waited: deadline.waited() }),
             None => Err(Error::Unusable { operation, state: self.state() }),
         }
@@ -119,12 +148,37 @@ impl Shared {
 
     /// The call lock for a call the owner started before it may have abandoned it.
     fn enter_even_if_lost(&self, op: &'static str) -> Result<CallGuard<'_>, Error> {
-        let guard = self.lock();
-        match &*guard {
-            CommState::Ready | CommState::Failed(_) | CommState::Revoked => {
-                Ok(CallGuard { shared: self, state: Some(guard) })
+        let call = self.call.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.state() {
+            CommState::Ready | CommState::Failed(_) | CommState::Revoked | CommState::Lost(_) => {
+                Ok(CallGuard { shared: self, call: Some(call) })
             }
-            s => Err(Error::Unusable { operation: op, state: s.clone() }),
+            s => Err(Error::Unusable { operation: op, state: s }),
         }
     }
+}
+
+/// What a call on a bounded thread returned.
+type CallResult = Result<NcclResult, Error>;
+
+/// Ends a thread whose call started a non-blocking job now observed done. NCCL 2.14 to 2.18
+/// join such a job only when the thread that started it begins its next group
+/// (`ncclGroupStartInternal`, v2.18.3-1 src/include/group.h:89-100; v2.14.3-1 src/group.cc
+/// `ncclGroupStart`): an empty group there joins it. From 2.19 the successful
+/// `ncclCommGetAsyncError` that saw it done joined it (v2.19.3-1 src/init.cc), and from 2.27
+/// the job is on the heap.
+pub(crate) fn retire(nccl: &Nccl, thread: &CallThread) {
+    let v = nccl.version();
+    if v >= Version::new(2, 14, 0) && v < Version::new(2, 19, 0) {
+        let theirs = nccl.clone();
+        thread.hand(Box::new(move || {
+            // SAFETY: `ncclGroupStart(void)` and `ncclGroupEnd(void)`, one empty group on this
+            // thread; what they return changes nothing here.
+            unsafe {
+                let _ = theirs.functions().group_start.call(&theirs, ());
+                let _ = theirs.functions().group_end.call(&theirs, ());
+            }
+        }));
+    }
+    thread.release(Exit::AfterWork);
 }
