@@ -597,6 +597,22 @@ fn a_pending_creation_can_be_polled() {
     assert!(polls > 0, "NCCL's thread takes 50 ms");
     let c = pending.wait().unwrap().expect("a communicator");
     assert_eq!(c.rank().unwrap(), 1);
+    // A creation that failed keeps failing: a later poll or wait gives the same error, never
+    // the communicators it aborted.
+    log.set("hang_init", 1);
+    let mut failed =
+        Communicator::begin_init_rank(&nccl, 2, &id(), 0, &nonblocking_options(Duration::from_millis(100))).unwrap();
+    let err = loop {
+        match failed.poll() {
+            Ok(false) => std::thread::sleep(Duration::from_millis(5)),
+            Ok(true) => panic!("a creation that never completes completed"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert_eq!(failed.poll(), Err(err.clone()));
+    assert_eq!(failed.wait().unwrap_err(), err);
+    log.set("hang_init", 0);
     // Dropping an unfinished creation aborts what NCCL made.
     let pending = Communicator::begin_init_rank(&nccl, 2, &id(), 0, &options).unwrap();
     std::thread::sleep(Duration::from_millis(10));
@@ -628,7 +644,8 @@ fn dropping_an_unfinished_non_blocking_init_aborts_what_nccl_made() {
         log.set("late_ms", 200);
         let (comms, violations) = (log.live_comms(), log.violations());
         for round in 0..10 {
-            let pending = Communicator::begin_init_rank(&nccl, 2, &id(), 0, &nonblocking_options(DEADLINE * 5)).unwrap();
+            let pending =
+                Communicator::begin_init_rank(&nccl, 2, &id(), 0, &nonblocking_options(DEADLINE * 5)).unwrap();
             if round % 2 == 1 {
                 std::thread::sleep(Duration::from_millis(20)); // NCCL's call has returned
             }
@@ -720,10 +737,7 @@ fn a_zero_creation_timeout_is_refused_before_anything_starts() {
         refused(Communicator::init_rank_with(&nccl, 2, &id(), 0, &configured).unwrap_err(), "ncclCommInitRankConfig");
         refused(parent.split_with(0, 0, &zero).unwrap_err(), "ncclCommSplit");
         refused(parent.shrink_with(&[3], ShrinkMode::Default, &zero).unwrap_err(), "ncclCommShrink");
-        refused(
-            Communicator::init_rank_scalable(&nccl, 2, 0, &[id()], &zero).unwrap_err(),
-            "ncclCommInitRankScalable",
-        );
+        refused(Communicator::init_rank_scalable(&nccl, 2, 0, &[id()], &zero).unwrap_err(), "ncclCommInitRankScalable");
         refused(Communicator::join_grow(&nccl, 5, &id(), 4, &zero).unwrap_err(), "ncclCommGrow");
         assert!(log.calls().is_empty(), "nothing reached NCCL: {:?}", log.calls());
     }
@@ -799,7 +813,10 @@ fn nccls_job_never_outlives_the_thread_that_started_it() {
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(pending.abort_handle().unwrap().abort(), Ok(()), "{code}");
         let err = pending.wait().unwrap_err();
-        assert_eq!(err, Error::Unusable { operation: "ncclCommInitRankConfig", state: CommState::Aborted(Cause::Requested) });
+        assert_eq!(
+            err,
+            Error::Unusable { operation: "ncclCommInitRankConfig", state: CommState::Aborted(Cause::Requested) }
+        );
         drop(made); // a non-blocking finalize, then destroy
         assert!(log.eventually(Duration::from_secs(2), |l| l.live_jobs() == 0), "{code}");
         std::thread::sleep(Duration::from_millis(50));

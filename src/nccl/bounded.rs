@@ -42,6 +42,9 @@ pub(crate) enum Exit {
 
 enum Outcome<T> {
     Running,
+    /// The call returned; the work handed to the thread meanwhile runs before the value is
+    /// handed over (it can no longer be abandoned).
+    Returning,
     Done(T),
     Taken,
     Abandoned,
@@ -109,33 +112,34 @@ pub(crate) fn spawn_bounded<T: Send + 'static>(
         ready: Condvar::new(),
     });
     let theirs = Arc::clone(&handoff);
-    std::thread::Builder::new()
-        .name("nccl-bounded-call".into())
-        .spawn(move || {
-            if let Some((driver, ctx)) = &context {
-                // Without its context NCCL would run on device 0; a failure shows in NCCL's result.
-                let _ = driver.set_current(Some(*ctx));
-            }
-            let value = call();
-            let mut inner = theirs.lock();
-            // Work handed while the call ran (an abort that had to wait for it) runs before the
-            // owner sees the value, so the owner sees what it did.
+    std::thread::Builder::new().name("nccl-bounded-call".into()).spawn(move || {
+        if let Some((driver, ctx)) = &context {
+            // Without its context NCCL would run on device 0; a failure shows in NCCL's result.
+            let _ = driver.set_current(Some(*ctx));
+        }
+        let value = call();
+        let mut inner = theirs.lock();
+        if !matches!(inner.outcome, Outcome::Abandoned) {
+            // Work handed while the call ran (an abort that had to wait for it) runs before
+            // the owner sees the value, so the owner sees what it did.
+            inner.outcome = Outcome::Returning;
             while let Some(work) = inner.work.pop_front() {
                 drop(inner);
                 work();
                 inner = theirs.lock();
             }
-            if matches!(inner.outcome, Outcome::Abandoned) {
-                drop(inner);
-                let exit = cleanup(value);
-                inner = theirs.lock();
-                inner.exit = Some(inner.exit.map_or(exit, |e| if exit == Exit::Never { exit } else { e }));
-            } else {
-                inner.outcome = Outcome::Done(value);
-                theirs.ready.notify_all();
-            }
-            serve(&theirs, inner);
-        })?;
+        }
+        if matches!(inner.outcome, Outcome::Abandoned) {
+            drop(inner);
+            let exit = cleanup(value);
+            inner = theirs.lock();
+            inner.exit = Some(inner.exit.map_or(exit, |e| if exit == Exit::Never { exit } else { e }));
+        } else {
+            inner.outcome = Outcome::Done(value);
+            theirs.ready.notify_all();
+        }
+        serve(&theirs, inner);
+    })?;
     Ok(BoundedCall { handoff, detached: false })
 }
 
@@ -173,12 +177,15 @@ impl<T: Send + 'static> BoundedCall<T> {
             if matches!(inner.outcome, Outcome::Abandoned | Outcome::Taken) {
                 return None;
             }
-            if deadline.passed() || cancel() {
+            if matches!(inner.outcome, Outcome::Running) && (deadline.passed() || cancel()) {
                 inner.outcome = Outcome::Abandoned;
                 abandon();
                 return None;
             }
-            let wait = deadline.left().map_or(CANCEL_POLL, |l| l.min(CANCEL_POLL));
+            let wait = match deadline.left() {
+                Some(left) if !left.is_zero() => left.min(CANCEL_POLL),
+                _ => CANCEL_POLL,
+            };
             inner = self.handoff.ready.wait_timeout(inner, wait).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
@@ -232,7 +239,7 @@ impl<T: Send> Control for Handoff<T> {
     }
 
     fn call_returned(&self) -> bool {
-        !matches!(self.lock().outcome, Outcome::Running | Outcome::Abandoned)
+        !matches!(self.lock().outcome, Outcome::Running | Outcome::Returning | Outcome::Abandoned)
     }
 }
 

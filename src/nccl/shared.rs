@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
 use crate::cuda::{Backoff, Context};
 use crate::engine::typed::CArgs;
-use crate::nccl::bounded::CallThread;
+use crate::nccl::bounded::{spawn_bounded, CallThread, Exit};
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::functions::Sym;
 use crate::nccl::library::Nccl;
-use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
+use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts, QUERY_GRACE};
 use crate::nccl::types::NcclResult;
 use crate::nccl::watchdog::Watchdog;
 
@@ -44,6 +44,9 @@ pub(crate) struct Shared {
     /// True once the handle was given to `ncclCommAbort` or `ncclCommDestroy`: never passed to
     /// NCCL again.
     released: AtomicBool,
+    /// True once `ncclCommFinalize` succeeded (NCCL refuses a second one): teardown only
+    /// destroys.
+    finalized: AtomicBool,
     /// The call lock: held for every NCCL call on the handle (NCCL's one-thread-at-a-time rule).
     /// State changes that go with a call are made while it is held.
     call: Mutex<()>,
@@ -85,6 +88,7 @@ impl Shared {
             nccl,
             handle: AtomicPtr::new(core::ptr::null_mut()),
             released: AtomicBool::new(false),
+            finalized: AtomicBool::new(false),
             call: Mutex::new(()),
             state: Mutex::new(CommState::Creating),
             lost: AtomicBool::new(false),
@@ -241,9 +245,23 @@ impl Shared {
     /// Polls the async state until NCCL's background work for `sym` is done, at most until
     /// `deadline`. The lock is held only for each poll, so an abort from another thread gets in.
     pub(crate) fn wait_done(&self, sym: Sym, deadline: Deadline) -> Result<(), Error> {
+        self.wait_done_with(sym, deadline, &|| Some(self.async_error()))
+    }
+
+    /// [`wait_done`](Self::wait_done) with each poll made by `poll` (`None`: the poll itself did
+    /// not return in time, see `teardown`).
+    pub(crate) fn wait_done_with(
+        &self,
+        sym: Sym,
+        deadline: Deadline,
+        poll: &dyn Fn() -> Option<Result<NcclResult, Error>>,
+    ) -> Result<(), Error> {
         let mut backoff = Backoff::new();
         loop {
-            let r = self.async_error()?;
+            let Some(r) = poll() else {
+                return Err(Error::Timeout { operation: Nccl::name(sym), waited: deadline.waited() });
+            };
+            let r = r?;
             if r.is_success() {
                 return Ok(());
             }
@@ -268,12 +286,13 @@ impl Shared {
         }
     }
 
-    /// Aborts from any thread. While NCCL's job for the communicator belongs to another thread
-    /// (its [`Home`]), the abort runs there. Otherwise it takes the call lock (waiting at most
-    /// the teardown timeout) and calls `ncclCommAbort`. If a blocking NCCL call holds the lock
-    /// longer, the abort is left pending and runs when that call returns
-    /// (`Error::AbortPending`).
-    pub(crate) fn request_abort(&self, cause: Cause) -> Result<(), Error> {
+    /// Aborts from any thread, within the teardown timeout. While NCCL's job for the
+    /// communicator belongs to another thread (its [`Home`]), the abort runs there. Otherwise it
+    /// runs on a thread of its own, which takes the call lock (waiting at most the teardown
+    /// timeout) and calls `ncclCommAbort`: if a blocking NCCL call holds the lock longer, the
+    /// abort is left pending and runs when that call returns (`Error::AbortPending`); if
+    /// `ncclCommAbort` itself does not return in time, `Error::Timeout`.
+    pub(crate) fn request_abort(self: &Arc<Self>, cause: Cause) -> Result<(), Error> {
         self.record_abort(cause.clone());
         let deadline = Deadline::after(self.timeouts().teardown);
         let home = locked(&self.home).clone();
@@ -295,7 +314,23 @@ impl Shared {
             }
             self.set_home(None);
         }
-        self.abort_here(deadline)
+        let me = Arc::clone(self);
+        let context = self.nccl.cuda_if_any().cloned().zip(self.context);
+        match spawn_bounded(context, move || me.abort_here(deadline), |_| Exit::AfterWork) {
+            Ok(call) => {
+                let operation = "ncclCommAbort";
+                // `ncclCommAbort` itself did not return: the communicator is left to that
+                // thread like any abandoned call (teardown then does nothing).
+                let abandon = || self.abandon(Cause::Timeout { operation, waited: deadline.waited() });
+                // The thread gives up waiting for the call lock at `deadline`: its answer
+                // (AbortPending) comes a moment later.
+                match call.wait(deadline.later(QUERY_GRACE), &|| false, abandon) {
+                    Some(r) => r,
+                    None => Err(Error::Timeout { operation, waited: deadline.waited() }),
+                }
+            }
+            Err(_) => self.abort_here(deadline),
+        }
     }
 
     /// Asks for an abort with `cause` (the first cause asked for is kept).

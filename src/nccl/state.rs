@@ -32,6 +32,10 @@ impl Default for Timeouts {
     }
 }
 
+/// How long a query of NCCL's state (on another thread) issued at, or just before, its deadline
+/// may take before it counts as stuck inside NCCL.
+pub(crate) const QUERY_GRACE: Duration = Duration::from_millis(50);
+
 /// A point in time after which a wait gives up; none for "no limit". Any `Duration`, including
 /// `Duration::MAX`, is accepted (it never overflows an `Instant`).
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +60,20 @@ impl Deadline {
 
     pub(crate) fn waited(&self) -> Duration {
         self.start.elapsed()
+    }
+
+    /// This deadline moved `by` later (no limit stays no limit).
+    pub(crate) fn later(self, by: Duration) -> Self {
+        Deadline { start: self.start, limit: self.limit.map(|l| l.saturating_add(by)) }
+    }
+
+    /// This deadline, or `grace` from now if that is later: a query issued at the deadline
+    /// still gets a moment to return.
+    pub(crate) fn with_grace(self, grace: Duration) -> Self {
+        match self.left() {
+            Some(left) if left < grace => Deadline::after(Some(grace)),
+            _ => self,
+        }
     }
 }
 

@@ -192,9 +192,44 @@ static void put(const void *p, size_t n) {
     pthread_mutex_unlock(&rec_lock);
 }
 static void nap(void);
+/* The entry points called since fake_seen_reset (the hang table's dry run), and the threads
+ * blocked in a hang now. */
+#define MAX_SEEN 128
+static const char *seen[MAX_SEEN];
+static int nseen;
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t hung[16];
+static int nhung_threads;
+void fake_seen_reset(void) { pthread_mutex_lock(&seen_lock); nseen = 0; pthread_mutex_unlock(&seen_lock); }
+int fake_seen_count(void) { return nseen; }
+const char *fake_seen_at(int i) { return i < nseen ? seen[i] : NULL; }
+unsigned long fake_thread_self(void) { return (unsigned long)pthread_self(); }
+/* Whether `thread` (fake_thread_self's value) is blocked in a hang now. */
+int fake_hung_on(unsigned long thread) {
+    pthread_mutex_lock(&seen_lock);
+    int found = 0;
+    for (int i = 0; i < nhung_threads; i++) found |= (unsigned long)hung[i] == thread;
+    pthread_mutex_unlock(&seen_lock);
+    return found;
+}
+
 /* fake_hang_in: the named entry point blocks here until released. */
 static void maybe_hang(const char *fn) {
+    pthread_mutex_lock(&seen_lock);
+    int known = 0;
+    for (int i = 0; i < nseen; i++) known |= !strcmp(seen[i], fn);
+    if (!known && nseen < MAX_SEEN) seen[nseen++] = fn; /* fn: a string literal */
+    pthread_mutex_unlock(&seen_lock);
+    if (!(hang_name[0] && !strcmp(fn, hang_name))) return;
+    pthread_mutex_lock(&seen_lock);
+    int me = nhung_threads < 16 ? nhung_threads++ : -1;
+    if (me >= 0) hung[me] = pthread_self();
+    pthread_mutex_unlock(&seen_lock);
     while (hang_name[0] && !strcmp(fn, hang_name)) nap();
+    pthread_mutex_lock(&seen_lock);
+    for (int i = 0; i < nhung_threads; i++)
+        if (pthread_equal(hung[i], pthread_self())) { hung[i] = hung[--nhung_threads]; break; }
+    pthread_mutex_unlock(&seen_lock);
 }
 static void name(const char *s) { maybe_hang(s); put(s, strlen(s) + 1); }
 #define ARG(x) put(&(x), sizeof(x))
@@ -477,6 +512,7 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) { name("ncclCo
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) { name("ncclCommUserRank"); *rank = live(comm)->rank; return result(); }
 
 const char *ncclGetErrorString(ncclResult_t code) {
+    maybe_hang("ncclGetErrorString");
     switch ((int)code) {
     case 0: return "no error";
     case 4: return "invalid argument (stand-in)";
@@ -743,7 +779,7 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t c) { name("ncclRedOpDes
 #endif
 
 #if AT_LEAST(21304)
-const char *ncclGetLastError(ncclComm_t comm) { (void)comm; return last_error; }
+const char *ncclGetLastError(ncclComm_t comm) { (void)comm; maybe_hang("ncclGetLastError"); return last_error; }
 #endif
 
 #if AT_LEAST(21403)

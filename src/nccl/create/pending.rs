@@ -28,7 +28,7 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::{Function, Sym};
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::{retire, Home, Shared};
-use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
+use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts, QUERY_GRACE};
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::Version;
 
@@ -40,8 +40,9 @@ enum Stage {
     Calling,
     /// It returned; NCCL's own thread may still be making the communicators.
     Polling,
-    /// Finished (handed out, failed, stopped or abandoned); the thread is released.
-    Done,
+    /// Finished: handed out (`None`) or failed, stopped or abandoned (the error, which every
+    /// later step returns again); the thread is released.
+    Done(Option<Error>),
 }
 
 /// What a creation shares with its thread: the slots, the communicators being made, the
@@ -72,7 +73,7 @@ struct Progress {
 }
 
 impl Creation {
-    fn progress(&self) -> MutexGuard<'_, Progress> {
+    fn state(&self) -> MutexGuard<'_, Progress> {
         self.progress.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -92,19 +93,19 @@ impl Creation {
         if matches!(r, Ok(NcclResult::IN_PROGRESS)) {
             self.involved().for_each(|c| c.saw_in_progress());
         }
-        self.progress().background = background;
+        self.state().background = background;
     }
 
     /// True once the creation was stopped, or an abort of a communicator being made was asked.
     /// (A parent's abort runs on the creation's thread when the call returns, and stops it.)
     fn cancelled(&self) -> bool {
-        self.progress().stopped.is_some()
+        self.state().stopped.is_some()
             || self.children.iter().any(|c| c.has_abort_request() || matches!(c.state(), CommState::Aborted(_)))
     }
 
     /// The cause the creation was stopped with, if it was.
     fn stopped(&self) -> Option<Cause> {
-        self.progress().stopped.as_ref().map(|(c, _)| c.clone())
+        self.state().stopped.as_ref().map(|(c, _)| c.clone())
     }
 
     /// Stops the creation, on its thread: NCCL's job (through the parents, for a split or
@@ -112,10 +113,10 @@ impl Creation {
     /// nothing NCCL may still write, and releases the thread as NCCL's job allows. Runs once;
     /// later calls return the first outcome.
     fn stop(self: &Arc<Self>, cause: Cause, job_over: bool) -> Exit {
-        if let Some((_, exit)) = &self.progress().stopped {
+        if let Some((_, exit)) = &self.state().stopped {
             return *exit;
         }
-        let background = self.progress().background;
+        let background = self.state().background;
         let deadline = Deadline::after(self.teardown);
         // Parents first: NCCL stops a child only through its parent's abort flag (NCCL
         // v2.30.7-1 src/init.cc:2915-2926), and that abort, from this thread, joins the job.
@@ -155,7 +156,7 @@ impl Creation {
         for c in self.involved() {
             c.set_home(None);
         }
-        self.progress().stopped = Some((cause, exit));
+        self.state().stopped = Some((cause, exit));
         if let Some(t) = self.thread.get() {
             t.release(exit);
         }
@@ -165,12 +166,76 @@ impl Creation {
     /// On the creation's thread when a call abandoned by its owner returned: stop everything.
     fn after_abandon(self: &Arc<Self>, r: CallResult) -> Exit {
         self.returned(&r);
-        let cause = self.progress().abandoned.clone().unwrap_or(Cause::Requested);
+        let cause = self.state().abandoned.clone().unwrap_or(Cause::Requested);
         // The owner marked the parents lost; their call (ours) has returned: abort them.
         for p in &self.parents {
             p.finish_abandoned(false);
         }
         self.stop(cause, false)
+    }
+
+    /// On the creation's thread: whether NCCL finished the work (`Err` if it failed, or a parent
+    /// was aborted meanwhile).
+    fn poll_nccl(&self) -> Result<bool, Error> {
+        let creation = self;
+        let background = creation.state().background;
+        let watched: Vec<(*mut c_void, &Arc<Shared>)> = if creation.parents.is_empty() {
+            creation.children.iter().enumerate().map(|(i, c)| (creation.slots.get(i), c)).collect()
+        } else {
+            creation.parents.iter().map(|p| (p.handle(), p)).collect()
+        };
+        let mut done = true;
+        for (handle, owner) in watched {
+            if handle.is_null() {
+                // NCCL stores an init's handle before its job starts (src/init.cc:2515); a
+                // library that has not yet is still working on it.
+                done &= !(background && creation.parents.is_empty());
+                continue;
+            }
+            // The new communicator's handle is known now: an abort can reach it.
+            if creation.parents.is_empty() {
+                owner.set_handle(handle);
+            }
+            let mut state = 0i32;
+            let out: *mut i32 = &mut state;
+            let guard = match owner.enter("ncclCommGetAsyncError", Allow::Creating) {
+                Ok(g) => g,
+                // A parent aborted meanwhile (its abort ran on the creation's thread): the
+                // split is over, as aborted.
+                Err(Error::Unusable { state: state @ (CommState::Aborted(_) | CommState::Destroyed), .. })
+                    if !creation.parents.is_empty() =>
+                {
+                    return Err(Error::Unusable { operation: Nccl::name(creation.op), state })
+                }
+                Err(e) => return Err(e),
+            };
+            // SAFETY: a handle NCCL stored (final: the slot says so), a valid `int *`.
+            let r = unsafe { creation.nccl.functions().comm_get_async_error.call(&creation.nccl, (handle, out)) }?;
+            drop(guard);
+            if !r.is_success() {
+                return Err(creation.nccl.failure(Sym::CommGetAsyncError, r, handle));
+            }
+            match NcclResult(state) {
+                NcclResult::IN_PROGRESS => {
+                    owner.saw_in_progress();
+                    done = false;
+                }
+                s if s.is_success() => {}
+                s => return Err(creation.nccl.failure(creation.op, s, handle)),
+            }
+        }
+        Ok(done)
+    }
+
+    /// On the creation's thread, once NCCL's work is done: each child's own state and rank
+    /// facts (read once), `None` for a slot NCCL left empty (`NCCL_SPLIT_NOCOLOR`).
+    fn read_children(&self) -> Result<Vec<Option<RankInfo>>, Error> {
+        (0..self.children.len())
+            .map(|i| match self.slots.get(i) {
+                h if h.is_null() => Ok(None),
+                h => child_ready(&self.nccl, h).and_then(|()| rank_info(&self.nccl, h)).map(Some),
+            })
+            .collect()
     }
 }
 
@@ -232,7 +297,14 @@ impl<'p> Pending<'p> {
             move || {
                 let r = call(&theirs.nccl, &theirs.slots);
                 theirs.returned(&r);
-                r
+                // A failure's texts are NCCL's to give, read here too (never on the caller's
+                // thread, where a stuck NCCL would hold it).
+                match r {
+                    Ok(code) if !code.is_success() && code != NcclResult::IN_PROGRESS => {
+                        Err(theirs.nccl.failure(theirs.op, code, theirs.slots.get(0)))
+                    }
+                    r => r,
+                }
             },
             move |r| cleanup.after_abandon(r),
         )
@@ -291,7 +363,7 @@ impl<'p> Pending<'p> {
     /// Marks the call abandoned (its thread cleans up when it returns): the parents are lost
     /// until then.
     fn abandon(&self, cause: Cause) {
-        self.creation.progress().abandoned = Some(cause.clone());
+        self.creation.state().abandoned = Some(cause.clone());
         for p in &self.creation.parents {
             p.abandon(cause.clone());
         }
@@ -304,7 +376,8 @@ impl<'p> Pending<'p> {
     /// One step; `block`: wait (bounded) instead of returning `Ok(false)`.
     fn step(&mut self, block: bool) -> Result<bool, Error> {
         let returned = match self.stage {
-            Stage::Done => return Ok(true),
+            Stage::Done(None) => return Ok(true),
+            Stage::Done(Some(ref e)) => return Err(e.clone()),
             Stage::Polling => return self.poll_progress(block),
             Stage::Calling if block => {
                 let creation = &self.creation;
@@ -320,31 +393,28 @@ impl<'p> Pending<'p> {
                 None => return Ok(false),
             },
         };
-        let Some(r) = returned else {
-            // Abandoned: the call's thread owns the slots and cleans up when NCCL returns.
-            self.stage = Stage::Done;
-            return Err(self.gave_up());
+        // Abandoned (the call's thread owns the slots and cleans up when NCCL returns), or
+        // stopped by an abort handle on its thread as soon as the call returned.
+        let Some(r) = returned.filter(|_| self.creation.stopped().is_none()) else {
+            return self.end(self.gave_up());
         };
-        if self.creation.stopped().is_some() {
-            // An abort handle stopped it on its thread as soon as the call returned.
-            self.stage = Stage::Done;
-            return Err(self.gave_up());
-        }
         match r {
-            Err(e) => self.fail(e, Cause::Requested, true),
-            Ok(r) if r.is_success() || r == NcclResult::IN_PROGRESS => {
+            Err(e) => {
+                let cause = match &e {
+                    Error::Nccl { function, result, .. } => Cause::Nccl { function, code: *result },
+                    _ => Cause::Requested,
+                };
+                self.fail(e, cause, true)
+            }
+            Ok(r) => {
                 // Success does not mean done: a non-blocking split or shrink returns success
                 // while the child is still being made (its NCCLCHECK passes ncclInProgress
                 // through: NCCL v2.30.7-1 src/include/checks.h:148-156, src/init.cc:3400-3411),
                 // and only the parent's async state says so. The watched states are polled
                 // either way; a blocking creation is done at the first poll.
+                debug_assert!(r.is_success() || r == NcclResult::IN_PROGRESS);
                 self.stage = Stage::Polling;
                 self.poll_progress(block)
-            }
-            Ok(r) => {
-                let err = self.creation.nccl.failure(self.creation.op, r, self.creation.slots.get(0));
-                let cause = Cause::Nccl { function: Nccl::name(self.creation.op), code: r };
-                self.fail(err, cause, true)
             }
         }
     }
@@ -355,13 +425,13 @@ impl<'p> Pending<'p> {
         loop {
             if self.creation.stopped().is_some() {
                 // An abort handle stopped it (on its thread).
-                self.stage = Stage::Done;
-                return Err(self.gave_up());
+                return self.end(self.gave_up());
             }
-            match self.progress() {
-                Ok(true) => return self.complete(),
-                Ok(false) => {}
-                Err(e) => {
+            match self.on_thread(|c| c.poll_nccl()) {
+                None => return self.stuck(),
+                Some(Ok(true)) => return self.complete(),
+                Some(Ok(false)) => {}
+                Some(Err(e)) => {
                     // NCCL finished the work with an error (or an abort joined it). A parent
                     // keeps the error in its async state.
                     let code = match &e {
@@ -387,83 +457,30 @@ impl<'p> Pending<'p> {
         }
     }
 
-    /// Whether NCCL finished the work (`Err` if it failed, or a parent was aborted meanwhile).
-    fn progress(&self) -> Result<bool, Error> {
-        let creation = &self.creation;
-        let background = creation.progress().background;
-        let watched: Vec<(*mut c_void, &Arc<Shared>)> = if creation.parents.is_empty() {
-            creation.children.iter().enumerate().map(|(i, c)| (creation.slots.get(i), c)).collect()
-        } else {
-            creation.parents.iter().map(|p| (p.handle(), p)).collect()
-        };
-        let mut done = true;
-        for (handle, owner) in watched {
-            if handle.is_null() {
-                // NCCL stores an init's handle before its job starts (src/init.cc:2515); a
-                // library that has not yet is still working on it.
-                done &= !(background && creation.parents.is_empty());
-                continue;
-            }
-            // The new communicator's handle is known now: an abort can reach it.
-            if creation.parents.is_empty() {
-                owner.set_handle(handle);
-            }
-            let mut state = 0i32;
-            let out: *mut i32 = &mut state;
-            let guard = match owner.enter("ncclCommGetAsyncError", Allow::Creating) {
-                Ok(g) => g,
-                // A parent aborted meanwhile (its abort ran on the creation's thread): the
-                // split is over, as aborted.
-                Err(Error::Unusable { state: state @ (CommState::Aborted(_) | CommState::Destroyed), .. })
-                    if !creation.parents.is_empty() =>
-                {
-                    return Err(Error::Unusable { operation: Nccl::name(creation.op), state })
-                }
-                Err(e) => return Err(e),
-            };
-            // SAFETY: a handle NCCL stored (final: the slot says so), a valid `int *`.
-            let r = unsafe { creation.nccl.functions().comm_get_async_error.call(&creation.nccl, (handle, out)) }?;
-            drop(guard);
-            if !r.is_success() {
-                return Err(creation.nccl.failure(Sym::CommGetAsyncError, r, handle));
-            }
-            match NcclResult(state) {
-                NcclResult::IN_PROGRESS => {
-                    owner.saw_in_progress();
-                    done = false;
-                }
-                s if s.is_success() => {}
-                s => return Err(creation.nccl.failure(creation.op, s, handle)),
-            }
-        }
-        Ok(done)
-    }
-
     /// Creation done: every child gets its handle and rank facts, and the thread is retired.
     fn complete(&mut self) -> Result<bool, Error> {
         let creation = Arc::clone(&self.creation);
-        for (i, child) in creation.children.iter().enumerate() {
-            let handle = creation.slots.get(i);
-            if handle.is_null() {
+        let infos = match self.on_thread(|c| c.read_children()) {
+            None => return self.stuck(),
+            Some(Err(e)) => return self.fail(e, Cause::Requested, true),
+            Some(Ok(infos)) => infos,
+        };
+        for ((i, child), info) in creation.children.iter().enumerate().zip(infos) {
+            match info {
+                Some(info) => child.complete(creation.slots.get(i), info),
                 // NCCL_SPLIT_NOCOLOR: no child on this rank.
-                child.mark(CommState::Destroyed);
-                continue;
-            }
-            child.set_handle(handle);
-            match child_ready(&creation.nccl, handle).and_then(|()| rank_info(&creation.nccl, handle)) {
-                Ok(info) => child.complete(handle, info),
-                Err(e) => return self.fail(e, Cause::Requested, true),
+                None => child.mark(CommState::Destroyed),
             }
         }
         // NCCL's job is over and was seen so: nothing aborts through this creation any more.
         let background = {
-            let mut p = creation.progress();
+            let mut p = creation.state();
             core::mem::replace(&mut p.background, false)
         };
         for c in creation.involved() {
             c.set_home(None);
         }
-        self.stage = Stage::Done;
+        self.stage = Stage::Done(None);
         if background {
             retire(&creation.nccl, &self.call.thread());
         } else {
@@ -472,17 +489,46 @@ impl<'p> Pending<'p> {
         Ok(true)
     }
 
+    /// Runs `query` on the creation's thread (NCCL's queries stay off the caller's thread, and
+    /// on the thread NCCL's job belongs to), until the creation deadline: `None` if it did not
+    /// return by then.
+    fn on_thread<R: Send + 'static>(&self, query: impl FnOnce(&Creation) -> R + Send + 'static) -> Option<R> {
+        let creation = Arc::clone(&self.creation);
+        self.call.thread().run(self.deadline.with_grace(QUERY_GRACE), move || query(&creation))
+    }
+
+    /// A query of NCCL's state did not return by the deadline: it is left to the creation's
+    /// thread, like an abandoned call (the parents are lost until it returns), and the
+    /// creation stops there once it does.
+    fn stuck(&mut self) -> Result<bool, Error> {
+        let cause = self.timeout_cause();
+        self.abandon(cause.clone());
+        let creation = Arc::clone(&self.creation);
+        self.call.thread().hand(Box::new(move || {
+            for p in &creation.parents {
+                p.finish_abandoned(false);
+            }
+            creation.stop(cause, false);
+        }));
+        self.end(self.gave_up())
+    }
+
     /// Fails the creation with `err`: stops it on its thread (`job_over`: NCCL's job has ended,
     /// only what it made is aborted) and releases the thread.
     fn fail(&mut self, err: Error, cause: Cause, job_over: bool) -> Result<bool, Error> {
         self.stop(cause, job_over);
+        self.end(err)
+    }
+
+    /// Ends the creation with `err`, which every later step returns.
+    fn end(&mut self, err: Error) -> Result<bool, Error> {
+        self.stage = Stage::Done(Some(err.clone()));
         Err(err)
     }
 
     /// Stops the creation on its thread (which it then releases), waiting for that within the
     /// teardown timeout.
     fn stop(&mut self, cause: Cause, job_over: bool) {
-        self.stage = Stage::Done;
         let creation = Arc::clone(&self.creation);
         let deadline = Deadline::after(creation.teardown);
         let _ = self.call.thread().run(deadline, move || creation.stop(cause, job_over));
@@ -509,7 +555,7 @@ impl<'p> Pending<'p> {
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         match self.stage {
-            Stage::Done => return,
+            Stage::Done(_) => return,
             Stage::Calling => {
                 // A non-blocking creating call returns at once: let it (within the teardown
                 // timeout) so that what it made is stopped before drop returns. A blocking one

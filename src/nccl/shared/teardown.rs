@@ -11,7 +11,7 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::functions::{Function, Functions};
 use crate::nccl::library::Nccl;
-use crate::nccl::state::{Cause, CommState, Deadline};
+use crate::nccl::state::{Cause, CommState, Deadline, QUERY_GRACE};
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::Version;
 
@@ -39,6 +39,9 @@ impl Shared {
             }
             w.stop();
         }
+        if self.finalized.load(Ordering::Acquire) {
+            return self.destroy_within(deadline);
+        }
         if let Err(e) = self.finalize_within(deadline) {
             return match e {
                 Error::Unusable { .. } => Ok(()),
@@ -58,30 +61,27 @@ impl Shared {
         let (r, call) = self.bounded_call(|f| &f.comm_finalize, deadline)?;
         if r == NcclResult::IN_PROGRESS {
             self.saw_in_progress();
-            return self.wait_for_job(Sym::CommFinalize, call, deadline);
+            self.wait_for_job(Sym::CommFinalize, call, deadline)?;
         }
-        if r.is_success() {
-            Ok(())
-        } else {
-            Err(self.nccl.failure(Sym::CommFinalize, r, self.handle()))
-        }
+        self.finalized.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// `ncclCommDestroy` on a bounded thread (it can wait for peers); abandoned at the deadline.
     pub(crate) fn destroy_within(self: &Arc<Self>, deadline: Deadline) -> Result<(), Error> {
-        let (r, _) = self.bounded_call(|f| &f.comm_destroy, deadline)?;
-        if r.is_success() {
-            Ok(())
-        } else {
-            Err(self.nccl.failure(Sym::CommDestroy, r, core::ptr::null_mut()))
-        }
+        self.bounded_call(|f| &f.comm_destroy, deadline).map(drop)
     }
 
     /// Waits (until `deadline`) for the background job that the call on `call`'s thread
     /// started. Until NCCL's job is over the thread stays, and every abort of this communicator
     /// runs there ([`Home`]): before 2.27 the job lives in that thread's storage. Done, the
     /// thread is retired; on an error or timeout it stays until the abort that must follow.
-    fn wait_for_job(self: &Arc<Self>, sym: Sym, call: BoundedCall<CallResult>, deadline: Deadline) -> Result<(), Error> {
+    fn wait_for_job(
+        self: &Arc<Self>,
+        sym: Sym,
+        call: BoundedCall<CallResult>,
+        deadline: Deadline,
+    ) -> Result<(), Error> {
         let thread = call.into_thread();
         let me = Arc::downgrade(self);
         let theirs = thread.clone();
@@ -96,8 +96,26 @@ impl Shared {
                 r
             }),
         }));
-        let done = self.wait_done(sym, deadline);
-        if done.is_ok() {
+        // Each poll runs there too: a query stuck inside NCCL holds up only that thread, and
+        // aborts handed to it get in between polls.
+        let stuck = std::sync::atomic::AtomicBool::new(false);
+        let poll = || {
+            let me = Arc::clone(self);
+            let r = thread.run(deadline.with_grace(QUERY_GRACE), move || me.async_error());
+            stuck.store(r.is_none(), Ordering::Release);
+            r
+        };
+        let done = self.wait_done_with(sym, deadline, &poll);
+        if stuck.load(Ordering::Acquire) {
+            // Left to the thread like an abandoned call: it aborts once the query returns.
+            self.abandon(Cause::Timeout { operation: Nccl::name(sym), waited: deadline.waited() });
+            let (me, theirs) = (Arc::clone(self), thread.clone());
+            thread.hand(Box::new(move || {
+                let gone = me.finish_abandoned(false);
+                me.set_home(None);
+                theirs.release(if gone { Exit::AfterWork } else { Exit::Never });
+            }));
+        } else if done.is_ok() {
             self.set_home(None);
             retire(&self.nccl, &thread);
         }
@@ -105,7 +123,8 @@ impl Shared {
     }
 
     /// Runs the one-argument call `function(comm)` on a thread with the communicator's context,
-    /// under the call lock, waiting at most until `deadline`; returns its result and the thread,
+    /// under the call lock, waiting at most until `deadline`; returns its result (success or
+    /// `ncclInProgress`; a failure is the error, NCCL's texts read there too) and the thread,
     /// which waits for work until released (dropped). At the deadline the call is abandoned (the
     /// communicator becomes `Lost`). `ncclCommDestroy` marks it destroyed when it returns.
     fn bounded_call(
@@ -133,7 +152,10 @@ impl Shared {
                 } else {
                     guard.note(sym, r);
                 }
-                Ok(r)
+                match r {
+                    r if r.is_success() || r == NcclResult::IN_PROGRESS => Ok(r),
+                    r => Err(me.nccl.failure(sym, r, if destroys { core::ptr::null_mut() } else { comm })),
+                }
             },
             cleanup,
         );
