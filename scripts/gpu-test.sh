@@ -20,6 +20,9 @@ for l in sys.stdin:
 mkdir -p .device-bin
 cp "$(cargo test --release --features half --test gpu --no-run --message-format=json 2>/dev/null | executable gpu)" \
     .device-bin/gpu
+# Creations given up on the real NCCL (one GPU): aborted, no NCCL thread left.
+cp "$(cargo test --release --test gpu_creation --no-run --message-format=json 2>/dev/null | executable gpu_creation)" \
+    .device-bin/gpu_creation
 cargo build --release --quiet --features cudarc --example init_all --example allreduce --example cudarc_streams
 # survive, and world (each rank's place, route and id digest under a launcher): no features.
 cargo build --release --quiet --example survive --example world
