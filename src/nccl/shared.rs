@@ -5,7 +5,7 @@
 //! docs/adr/0009-fault-model.md.
 
 use core::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
 use crate::cuda::{Backoff, Context};
@@ -51,8 +51,11 @@ pub(crate) struct Shared {
     /// State changes that go with a call are made while it is held.
     call: Mutex<()>,
     /// Where the communicator is in its life. Its lock is only ever held to read or change it,
-    /// never across an NCCL call, so reading the state never waits for NCCL.
+    /// never across an NCCL call, so reading the state never waits for NCCL. Changed only
+    /// through [`change_state`](Self::change_state), which keeps `kind` in step.
     state: Mutex<CommState>,
+    /// The state's kind ([`Kind`]), read by every call's entry without taking `state`'s lock.
+    kind: AtomicU8,
     /// Set when an NCCL call on the handle was abandoned inside NCCL: nobody waits for the lock.
     lost: AtomicBool,
     /// An abort asked for while an NCCL call held the lock; run when that call returns.
@@ -82,6 +85,47 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// What a call's entry needs to know of a [`CommState`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Creating,
+    Ready,
+    /// Failed or revoked: recovery calls only.
+    Recovery,
+    /// Aborted, destroyed or lost: nothing.
+    Over,
+}
+
+impl Kind {
+    fn of(state: &CommState) -> Kind {
+        match state {
+            CommState::Creating => Kind::Creating,
+            CommState::Ready => Kind::Ready,
+            CommState::Failed(_) | CommState::Revoked => Kind::Recovery,
+            _ => Kind::Over,
+        }
+    }
+
+    fn load(from: &AtomicU8) -> Kind {
+        match from.load(Ordering::Acquire) {
+            0 => Kind::Creating,
+            1 => Kind::Ready,
+            2 => Kind::Recovery,
+            _ => Kind::Over,
+        }
+    }
+
+    fn allows(self, allow: Allow) -> bool {
+        match self {
+            Kind::Ready => true,
+            Kind::Recovery => allow != Allow::Ready,
+            Kind::Creating => allow == Allow::Creating,
+            Kind::Over => false,
+        }
+    }
+}
+
 impl Shared {
     pub(crate) fn new(nccl: Nccl, nonblocking: bool, context: Option<Context>, timeouts: Timeouts) -> Self {
         Shared {
@@ -91,6 +135,7 @@ impl Shared {
             finalized: AtomicBool::new(false),
             call: Mutex::new(()),
             state: Mutex::new(CommState::Creating),
+            kind: AtomicU8::new(Kind::Creating as u8),
             lost: AtomicBool::new(false),
             pending_abort: Mutex::new(None),
             has_pending_abort: AtomicBool::new(false),
@@ -127,10 +172,18 @@ impl Shared {
 
     /// Sets the state unless it is final (aborted or destroyed).
     pub(crate) fn mark(&self, state: CommState) {
+        self.change_state(|s| {
+            if !matches!(*s, CommState::Aborted(_) | CommState::Destroyed) {
+                *s = state;
+            }
+        });
+    }
+
+    /// The one way the state changes.
+    fn change_state(&self, change: impl FnOnce(&mut CommState)) {
         let mut s = locked(&self.state);
-        if !matches!(*s, CommState::Aborted(_) | CommState::Destroyed) {
-            *s = state;
-        }
+        change(&mut s);
+        self.kind.store(Kind::of(&s) as u8, Ordering::Release);
     }
 
     /// True while an abort was asked for and has not run.
@@ -160,10 +213,11 @@ impl Shared {
     pub(crate) fn complete(&self, handle: *mut c_void, info: RankInfo) {
         self.handle.store(handle, Ordering::Release);
         let _ = self.info.set(info);
-        let mut s = locked(&self.state);
-        if *s == CommState::Creating {
-            *s = CommState::Ready;
-        }
+        self.change_state(|s| {
+            if *s == CommState::Creating {
+                *s = CommState::Ready;
+            }
+        });
     }
 
     pub(crate) fn is_nonblocking(&self) -> bool {
@@ -198,15 +252,10 @@ impl Shared {
                 Err(TryLockError::WouldBlock) => backoff.pause(None),
             }
         };
-        let state = self.state();
-        let ok = match &state {
-            CommState::Ready => true,
-            CommState::Failed(_) | CommState::Revoked => allow != Allow::Ready,
-            CommState::Creating => allow == Allow::Creating,
-            _ => false,
-        };
-        if !ok {
-            return Err(Error::Unusable { operation: op, state });
+        // Every change that matters here is made under the call lock, or is final: the kind read
+        // now stays true for this call.
+        if !Kind::load(&self.kind).allows(allow) {
+            return Err(Error::Unusable { operation: op, state: self.state() });
         }
         Ok(CallGuard { shared: self, call: Some(call) })
     }
@@ -280,10 +329,11 @@ impl Shared {
 
     /// Marks a ready communicator failed (a later state wins).
     pub(crate) fn fail(&self, cause: Cause) {
-        let mut s = locked(&self.state);
-        if matches!(*s, CommState::Ready | CommState::Creating) {
-            *s = CommState::Failed(cause);
-        }
+        self.change_state(|s| {
+            if matches!(*s, CommState::Ready | CommState::Creating) {
+                *s = CommState::Failed(cause);
+            }
+        });
     }
 
     /// Aborts from any thread, within the teardown timeout. While NCCL's job for the
@@ -374,12 +424,7 @@ impl Shared {
         let cause = locked(&self.pending_abort).take().unwrap_or(Cause::Requested);
         self.has_pending_abort.store(false, Ordering::Release);
         let comm = self.handle();
-        let mark = |cause: Cause| {
-            let mut s = locked(&self.state);
-            if !matches!(*s, CommState::Aborted(_) | CommState::Destroyed) {
-                *s = CommState::Aborted(cause);
-            }
-        };
+        let mark = |cause: Cause| self.mark(CommState::Aborted(cause));
         if comm.is_null() || self.released.swap(true, Ordering::AcqRel) {
             mark(cause);
             return Ok(());
@@ -416,7 +461,7 @@ impl Shared {
         let call = locked(&self.call);
         let gone = if destroyed {
             self.released.store(true, Ordering::Release);
-            *locked(&self.state) = CommState::Destroyed;
+            self.change_state(|s| *s = CommState::Destroyed);
             true
         } else {
             self.abort_locked(&call).is_ok() || self.handle().is_null()
@@ -441,10 +486,11 @@ impl CallGuard<'_> {
         if r == NcclResult::IN_PROGRESS {
             self.shared.saw_in_progress();
         } else if !r.is_success() && r != NcclResult::INVALID_ARGUMENT && r != NcclResult::INVALID_USAGE {
-            let mut s = locked(&self.shared.state);
-            if matches!(*s, CommState::Ready) {
-                *s = CommState::Failed(Cause::Nccl { function: Nccl::name(sym), code: r });
-            }
+            self.shared.change_state(|s| {
+                if matches!(*s, CommState::Ready) {
+                    *s = CommState::Failed(Cause::Nccl { function: Nccl::name(sym), code: r });
+                }
+            });
         }
     }
 
@@ -453,7 +499,7 @@ impl CallGuard<'_> {
         if state == CommState::Destroyed {
             self.shared.released.store(true, Ordering::Release);
         }
-        *locked(&self.shared.state) = state;
+        self.shared.change_state(|s| *s = state);
     }
 }
 
