@@ -415,6 +415,30 @@ fn perf_checks_every_collective_layout_on_the_stand_in() {
     }
 }
 
+/// The race of a pageable upload with a launch on a non-blocking stream: the stand-in driver
+/// lands `cuMemcpyHtoD`'s DMA and `cuMemsetD32`'s fill only when something ordered after them
+/// runs (tests/c/fake_cuda.c), so a collective that is not ordered after its buffers' writes
+/// reads stale input, or has its output overwritten by the late receive-buffer fill, every
+/// time. Every size from 8 B to 2 MiB, both placements, element by element, on one GPU (as
+/// issue 19 saw it: 33,768-113,280 wrong elements per size from 512 KiB to 8 MiB out of place)
+/// and on two. With perf's writes made as `cuMemcpyHtoD` alone, each of these runs reports
+/// wrong elements (1.6 million at 8 MiB) and exits 1.
+#[test]
+fn perf_orders_buffer_writes_before_its_collectives_on_one_and_two_gpus() {
+    for ngpus in ["1", "2"] {
+        for collective in ["all_reduce", "all_gather", "broadcast"] {
+            let args = [collective, "-b", "8", "-e", "2M", "-f", "4", "-g", ngpus, "-n", "2", "-w", "1"];
+            let o = perf(&args, &[]);
+            let (out, err) = text(&o);
+            assert!(o.status.success(), "{args:?}\n{out}\n{err}");
+            let rows = rows(&out);
+            assert_eq!(rows.len(), 10, "{args:?}\n{out}");
+            assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{args:?}: wrong elements\n{out}");
+            assert!(out.contains("# Out of bounds values : 0 OK"), "{args:?}\n{out}");
+        }
+    }
+}
+
 #[test]
 fn perf_reports_wrong_elements_and_fails() {
     let o = perf(
