@@ -3,7 +3,9 @@
 //! in flight). The survivors' watchdogs find the stalled all-reduce, they agree on who died
 //! (heartbeat files), shrink the communicator with `NCCL_SHRINK_ABORT`, and go on.
 //!
-//! Run (starts one worker per rank itself; rank r uses GPU r mod the GPU count):
+//! Run (starts one worker per rank itself; rank r uses GPU r, so `--ranks N` needs N GPUs:
+//! NCCL refuses two ranks of one communicator on one GPU, "Duplicate GPU detected"; with fewer
+//! it says so in one line and starts nothing):
 //!
 //! ```text
 //! cargo run --release --example survive -- --ranks 2 --kill 1 --at 5
@@ -147,6 +149,12 @@ fn launcher(args: &Args) -> Result<(), String> {
     let gpus = driver.device_count().map_err(|e| e.to_string())?;
     if gpus < 1 {
         return Err("no GPU visible".into());
+    }
+    if (gpus as usize) < args.ranks {
+        return Err(format!(
+            "--ranks {} needs {} GPUs, one per rank (NCCL refuses two ranks of one communicator on one GPU); {gpus} visible",
+            args.ranks, args.ranks
+        ));
     }
     let dir = std::env::temp_dir().join(format!("nccl-survive-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

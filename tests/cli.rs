@@ -655,6 +655,27 @@ fn perf_ranks_all_fail_when_any_rank_sees_a_wrong_element() {
     assert!(out.contains("# Out of bounds values : 4 FAILED"), "{out}");
 }
 
+/// A launcher's world of one is a launched job of one rank, not "no launcher": one rank, the
+/// one table, and the same refusals as in a larger world (never ranks of its own).
+#[test]
+fn perf_under_a_launcher_with_a_world_of_one_runs_one_rank() {
+    let args = ["all_reduce", "-b", "8", "-e", "1K", "-f", "4", "-n", "2", "-w", "1"];
+    let worlds: [Vec<(String, String)>; 2] =
+        [torchrun(1, 1, &run_id("world-of-one"))(0), explicit(1, vec![("FAKE_CUDA_DEVICES".into(), "1".into())])(0)];
+    for env in worlds {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let o = perf(&args, &env);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{env:?}\n{out}\n{err}");
+        assert!(out.contains("nProcs 1 nGpus 1") && out.contains("#  Rank  0 Pid"), "{out}");
+        assert_eq!(rows(&out).len(), 4, "{out}");
+        assert!(rows(&out).iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
+        let o = perf(&["all_reduce", "--procs", "2"], &env);
+        assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+        assert!(text(&o).1.contains("already started 1 (leave --procs out)"), "{:?}", text(&o));
+    }
+}
+
 #[test]
 fn perf_under_a_launcher_refuses_what_does_not_fit_it() {
     let env: Vec<(String, String)> = torchrun(2, 1, "x")(1);
