@@ -131,14 +131,15 @@ fn run_on_stand_ins(dir: &Path, name: &str, env: &[(&str, &str)], limit: Duratio
         cmd.env_remove(var);
     }
     // No launcher's variables from the environment this test runs in.
-    for (var, _) in std::env::vars() {
+    for (var, _) in std::env::vars_os() {
+        let Some(var) = var.to_str() else { continue };
         if var.starts_with("NCCL_TRAMPOLINE_")
             || var.starts_with("SLURM_")
             || var.starts_with("OMPI_")
             || var.starts_with("PMI_")
             || var.starts_with("MV2_")
             || var.starts_with("PET_")
-            || ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"].contains(&var.as_str())
+            || ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"].contains(&var)
         {
             cmd.env_remove(var);
         }
