@@ -8,15 +8,22 @@
 //! torchrun --nproc_per_node 2 --no-python target/release/examples/allreduce
 //! mpirun -np 2 target/release/examples/allreduce
 //! srun -n 2 --gpus-per-task 1 target/release/examples/allreduce
-//! target/release/examples/allreduce   # alone: starts one rank per visible GPU itself
+//! target/release/examples/allreduce   # alone: one rank per visible GPU (see below)
 //! ```
+//!
+//! Under a launcher (or the crate's `NCCL_TRAMPOLINE_*` variables) the process is one rank of
+//! the launcher's world, whatever its size: `torchrun --nproc_per_node 1` is a world of one,
+//! run here. Alone, with one visible GPU it is a world of one too, run in this process; with
+//! more, it starts one rank per GPU itself, with the crate's variables, which those ranks read
+//! as a launcher's. `launch::World::launcher` tells the two apart (`Launcher::Standalone`: no
+//! launcher), never the size.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use cudarc::driver::CudaContext;
 use nccl_trampoline::cuda::Driver;
-use nccl_trampoline::launch::{vars, World};
+use nccl_trampoline::launch::{vars, Launcher, World};
 use nccl_trampoline::nccl::rendezvous::RendezvousKey;
 use nccl_trampoline::nccl::{Nccl, RedOp};
 
@@ -46,12 +53,18 @@ fn visible_gpus() -> Result<usize, Box<dyn std::error::Error>> {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let world = World::from_env()?;
-    if world.size() > 1 {
+    // Started by a launcher (or given the crate's own variables): one rank of its world, of
+    // whatever size, one included.
+    if world.launcher() != Launcher::Standalone {
         return rank(&world);
     }
-    // No launcher: be one, with the crate's own variables, one rank per visible GPU.
+    // No launcher: one rank per visible GPU. One GPU is a world of one, run here.
     let nranks = visible_gpus()?;
-    // Found here, before any rank starts, so that a missing NCCL is one line.
+    if nranks == 1 {
+        return rank(&world);
+    }
+    // Several: be their launcher, with the crate's own variables. NCCL is found here, before
+    // any rank starts, so that a missing NCCL is one line.
     Nccl::load()?;
     let secret = RendezvousKey::random_secret()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port().to_string();

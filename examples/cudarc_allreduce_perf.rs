@@ -103,13 +103,16 @@ fn measure(ranks: &mut [Rank], o: &Opts, count: usize, in_place: bool) -> (f64, 
     }
     let n = ranks.len();
     let value = |r: usize, i: usize| ((r * 7 + i * 3 + 1) % 5) as f32;
-    for (k, r) in ranks.iter_mut().enumerate() {
-        let host: Vec<f32> = (0..count).map(|i| value(k, i)).collect();
+    // Each copy on its rank's stream, where the collective runs next; the host data kept until
+    // the streams are synchronised (a copy from host memory may still read it until then).
+    let hosts: Vec<Vec<f32>> = (0..n).map(|k| (0..count).map(|i| value(k, i)).collect()).collect();
+    for (r, host) in ranks.iter_mut().zip(&hosts) {
         let dst = if in_place { &mut r.recv } else { &mut r.send };
         let mut view = dst.slice_mut(..count);
-        r.stream.memcpy_htod(&host, &mut view).expect("copy to device");
+        r.stream.memcpy_htod(host, &mut view).expect("copy to device");
     }
     sync(ranks);
+    drop(hosts);
     launch(ranks, count, in_place);
     sync(ranks);
     let mut wrong = 0;

@@ -3,7 +3,9 @@
 //! in flight). The survivors' watchdogs find the stalled all-reduce, they agree on who died
 //! (heartbeat files), shrink the communicator with `NCCL_SHRINK_ABORT`, and go on.
 //!
-//! Run (starts one worker per rank itself; rank r uses GPU r mod the GPU count):
+//! Run (starts one worker per rank itself; rank r uses GPU r, so `--ranks N` needs N GPUs:
+//! NCCL refuses two ranks of one communicator on one GPU, "Duplicate GPU detected"; with fewer
+//! it says so in one line and starts nothing):
 //!
 //! ```text
 //! cargo run --release --example survive -- --ranks 2 --kill 1 --at 5
@@ -147,6 +149,12 @@ fn launcher(args: &Args) -> Result<(), String> {
     let gpus = driver.device_count().map_err(|e| e.to_string())?;
     if gpus < 1 {
         return Err("no GPU visible".into());
+    }
+    if (gpus as usize) < args.ranks {
+        return Err(format!(
+            "--ranks {} needs {} GPUs, one per rank (NCCL refuses two ranks of one communicator on one GPU); {gpus} visible",
+            args.ranks, args.ranks
+        ));
     }
     let dir = std::env::temp_dir().join(format!("nccl-survive-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -303,7 +311,9 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
     let mut i = 0;
     while i < args.iters {
         let scale = (i % 7 + 1) as f32;
-        buf.fill_u32(((rank + 1) as f32 * scale).to_bits()).map_err(e)?;
+        // Queued on the all-reduce's stream, so the all-reduce reads it (a fill on the legacy
+        // stream would not be ordered before work on this non-blocking one).
+        buf.fill_u32_on(&stream, ((rank + 1) as f32 * scale).to_bits()).map_err(e)?;
         let enqueued = Instant::now();
         // SAFETY: `buf` holds `count` floats of this GPU and outlives the wait below; `stream`
         // is a stream of this GPU.
@@ -317,7 +327,7 @@ fn worker(args: &Args, rank: usize) -> Result<(), String> {
                 let want = members.iter().map(|m| (m + 1) as f32).sum::<f32>() * scale;
                 // SAFETY: plain data, viewed as bytes for the copy.
                 let bytes = unsafe { std::slice::from_raw_parts_mut(host.as_mut_ptr().cast::<u8>(), host.len() * 4) };
-                buf.download(bytes).map_err(e)?;
+                buf.download_on(&stream, bytes).map_err(e)?;
                 let wrong = host.iter().filter(|v| **v != want).count();
                 if wrong > 0 {
                     return Err(format!(
@@ -389,14 +399,14 @@ fn split_orders(driver: &Driver, world: &Communicator, rank: usize, args: &Args)
     let stream = driver.stream().map_err(e)?;
     let mut host = vec![0f32; count];
     let check = |comm: &Communicator, members: &[usize], host: &mut Vec<f32>| -> Result<(), String> {
-        buf.fill_u32(((rank + 1) as f32).to_bits()).map_err(e)?;
+        buf.fill_u32_on(&stream, ((rank + 1) as f32).to_bits()).map_err(e)?;
         // SAFETY: `buf` holds `count` floats of this GPU; `stream` is a stream of this GPU.
         unsafe { comm.all_reduce_raw(buf.ptr(), buf.ptr(), count, DataType::FLOAT32, RedOp::SUM, stream.raw()) }
             .map_err(e)?;
         comm.wait(&stream).map_err(e)?;
         // SAFETY: plain data, viewed as bytes for the copy.
         let bytes = unsafe { std::slice::from_raw_parts_mut(host.as_mut_ptr().cast::<u8>(), host.len() * 4) };
-        buf.download(bytes).map_err(e)?;
+        buf.download_on(&stream, bytes).map_err(e)?;
         let want = members.iter().map(|m| (m + 1) as f32).sum::<f32>();
         match host.iter().filter(|v| **v != want).count() {
             0 => Ok(()),

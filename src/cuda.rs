@@ -6,6 +6,28 @@
 //! Runtime-API handles are the driver's (a `cudaStream_t` is a `CUstream`), and NCCL uses the
 //! context current on the calling thread; [`Driver::activate`] makes a device's primary context
 //! (the runtime's, and NCCL's) current.
+//!
+//! # What is synchronous
+//!
+//! CUDA's "synchronous" copies are not all synchronous (CUDA Driver API, section "API
+//! synchronization behavior"): `cuMemcpyHtoD` from pageable memory returns once the bytes are
+//! staged for DMA, "but the DMA to final destination may not have completed"; the
+//! `cuMemset*` functions are "asynchronous with respect to the host" on device memory; and
+//! both run on the legacy default stream, which a stream made with `CU_STREAM_NON_BLOCKING`
+//! does not wait for (section "Stream synchronization behavior"). Every stream
+//! [`Driver::stream`] makes is such a stream, so a collective launched on it right after a bare
+//! `cuMemcpyHtoD` can read the buffer before the copy lands. This module's calls say exactly
+//! what holds when they return:
+//!
+//! | call | ordered after | on return |
+//! | --- | --- | --- |
+//! | [`DeviceMemory::upload`], [`fill_u32`](DeviceMemory::fill_u32) | the legacy default stream's work (and, through it, blocking streams'), not non-blocking streams' | the bytes are in device memory: work enqueued afterwards on any stream sees them (the call waits for the legacy stream) |
+//! | [`DeviceMemory::download`] | as `upload` | the bytes are in the host buffer |
+//! | [`upload_on`](DeviceMemory::upload_on), [`download_on`](DeviceMemory::download_on) | the work queued on the stream before the call | the copy and everything queued on the stream before it have completed (the call waits for the stream: the host buffer is borrowed for the call only) |
+//! | [`fill_u32_on`](DeviceMemory::fill_u32_on) | the work queued on the stream before the call | nothing: the fill is queued; work queued later on the same stream sees it |
+//!
+//! None of them waits for the whole device (`cuCtxSynchronize`), and none waits for a stream
+//! it was not given.
 
 use core::ffi::{c_char, c_void, CStr};
 use core::ptr;
@@ -73,6 +95,9 @@ pub const DRIVER_ENV: &str = "NCCL_TRAMPOLINE_CUDA_DRIVER";
 const NOT_READY: i32 = 600;
 /// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy default stream.
 const STREAM_NON_BLOCKING: u32 = 1;
+/// The legacy default stream of the current context, as the driver API's `CUstream` (null: the
+/// `_ptsz` per-thread variants are not the ones this table binds).
+const LEGACY_STREAM: *mut c_void = ptr::null_mut();
 /// `CU_EVENT_DISABLE_TIMING`: the cheapest event to record and query.
 const EVENT_DISABLE_TIMING: u32 = 2;
 /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
@@ -97,6 +122,9 @@ crate::foreign_functions! {
         memcpy_htod: MemcpyHtod = "cuMemcpyHtoD_v2" (dst: u64, src: *const c_void, bytes: usize) -> i32;
         memcpy_dtoh: MemcpyDtoh = "cuMemcpyDtoH_v2" (dst: *mut c_void, src: u64, bytes: usize) -> i32;
         memset_d32: MemsetD32 = "cuMemsetD32_v2" (dst: u64, value: u32, count: usize) -> i32;
+        memcpy_htod_async: MemcpyHtodAsync = "cuMemcpyHtoDAsync_v2" (dst: u64, src: *const c_void, bytes: usize, stream: *mut c_void) -> i32;
+        memcpy_dtoh_async: MemcpyDtohAsync = "cuMemcpyDtoHAsync_v2" (dst: *mut c_void, src: u64, bytes: usize, stream: *mut c_void) -> i32;
+        memset_d32_async: MemsetD32Async = "cuMemsetD32Async" (dst: u64, value: u32, count: usize, stream: *mut c_void) -> i32;
         stream_create: StreamCreate = "cuStreamCreate" (stream: *mut *mut c_void, flags: u32) -> i32;
         stream_query: StreamQuery = "cuStreamQuery" (stream: *mut c_void) -> i32;
         stream_synchronize: StreamSynchronize = "cuStreamSynchronize" (stream: *mut c_void) -> i32;
@@ -329,7 +357,11 @@ impl Driver {
         Ok(DeviceMemory { driver: self, ptr: p, bytes })
     }
 
-    /// A non-blocking stream on the current device.
+    /// A non-blocking stream (`CU_STREAM_NON_BLOCKING`) on the current device: its work does not
+    /// wait for the legacy default stream's, nor the legacy stream's for its (CUDA Driver API,
+    /// "Stream synchronization behavior"). Order device memory writes before a launch on it with
+    /// [`DeviceMemory::upload_on`] / [`fill_u32_on`](DeviceMemory::fill_u32_on) on this stream, or
+    /// with the fully synchronous [`DeviceMemory::upload`] / [`fill_u32`](DeviceMemory::fill_u32).
     pub fn stream(&self) -> Result<DeviceStream<'_>, Error> {
         let mut s: *mut c_void = ptr::null_mut();
         // SAFETY: the out-pointer is live.
@@ -439,31 +471,115 @@ impl DeviceMemory<'_> {
         self.bytes == 0
     }
 
-    /// Copies `src` to the start of this memory (synchronously). A longer `src` is an error.
-    pub fn upload(&self, src: &[u8]) -> Result<(), Error> {
+    fn check_upload(&self, src: &[u8]) -> Result<(), Error> {
         if src.len() > self.bytes {
             return Err(Error::LengthMismatch { what: "upload", expected: self.bytes, got: src.len() });
         }
-        // SAFETY: `src` holds the bytes copied; the allocation holds at least as many.
-        self.driver
-            .check("cuMemcpyHtoD_v2", unsafe { self.driver.fns.memcpy_htod(self.ptr, src.as_ptr().cast(), src.len()) })
+        Ok(())
     }
 
-    /// Sets every 4-byte word of this memory to `value` (synchronously).
-    pub fn fill_u32(&self, value: u32) -> Result<(), Error> {
-        // SAFETY: `bytes / 4` words fit in the allocation.
-        self.driver.check("cuMemsetD32_v2", unsafe { self.driver.fns.memset_d32(self.ptr, value, self.bytes / 4) })
-    }
-
-    /// Copies the first `dst.len()` bytes to `dst` (synchronously). A longer `dst` is an error.
-    pub fn download(&self, dst: &mut [u8]) -> Result<(), Error> {
+    fn check_download(&self, dst: &[u8]) -> Result<(), Error> {
         if dst.len() > self.bytes {
             return Err(Error::LengthMismatch { what: "download", expected: self.bytes, got: dst.len() });
         }
+        Ok(())
+    }
+
+    /// Waits for the legacy default stream of the current context: the `cuMemcpyHtoD` and
+    /// `cuMemsetD32` this memory queued there have landed once it returns.
+    fn finish_legacy(&self, function: &'static str) -> Result<(), Error> {
+        // SAFETY: the legacy default stream of the current context always exists.
+        self.driver.check(function, unsafe { self.driver.fns.stream_synchronize(LEGACY_STREAM) })
+    }
+
+    /// Copies `src` to the start of this memory and returns once the bytes are in device
+    /// memory: work enqueued afterwards, on any stream, reads them. A longer `src` is an error.
+    ///
+    /// `cuMemcpyHtoD` from pageable memory returns before its DMA has landed (CUDA Driver API,
+    /// "API synchronization behavior": "the DMA to final destination may not have completed"),
+    /// so this call then waits for the legacy default stream that the copy runs on. It is
+    /// ordered after the legacy stream's earlier work, not after work still queued on a
+    /// non-blocking stream ([`Driver::stream`]'s): use [`upload_on`](Self::upload_on) when such
+    /// work may still use this memory.
+    pub fn upload(&self, src: &[u8]) -> Result<(), Error> {
+        self.check_upload(src)?;
+        // SAFETY: `src` holds the bytes copied; the allocation holds at least as many. A
+        // pageable source is staged before the call returns, a pinned one copied in full.
+        self.driver.check("cuMemcpyHtoD_v2", unsafe {
+            self.driver.fns.memcpy_htod(self.ptr, src.as_ptr().cast(), src.len())
+        })?;
+        self.finish_legacy("cuStreamSynchronize")
+    }
+
+    /// Copies `src` to the start of this memory in `stream`'s order (after the work queued on
+    /// it so far, before the work queued after) and returns once the copy has completed, so
+    /// that `src` is free and the bytes are in place. A longer `src` is an error.
+    ///
+    /// `cuMemcpyHtoDAsync` from pinned memory reads the host buffer after it returns (and from
+    /// pageable memory "might be synchronous", CUDA Driver API, "API synchronization
+    /// behavior"): a borrowed buffer must not be left to it, so the call waits for `stream`
+    /// (`cuStreamSynchronize`), and for nothing else.
+    pub fn upload_on(&self, stream: &DeviceStream<'_>, src: &[u8]) -> Result<(), Error> {
+        self.check_upload(src)?;
+        // SAFETY: as `upload`; `src` outlives the copy, which `stream.synchronize()` waits for
+        // before this function returns or fails.
+        self.driver.check("cuMemcpyHtoDAsync_v2", unsafe {
+            self.driver.fns.memcpy_htod_async(self.ptr, src.as_ptr().cast(), src.len(), stream.raw)
+        })?;
+        stream.synchronize()
+    }
+
+    /// Sets every 4-byte word of this memory to `value` and returns once it is done: work
+    /// enqueued afterwards, on any stream, sees the words.
+    ///
+    /// `cuMemsetD32` is asynchronous with respect to the host on device memory (CUDA Driver API,
+    /// "API synchronization behavior", Memset), so this call then waits for the legacy default
+    /// stream the fill runs on. Ordered as [`upload`](Self::upload); for a stream-ordered fill
+    /// without any wait, [`fill_u32_on`](Self::fill_u32_on).
+    pub fn fill_u32(&self, value: u32) -> Result<(), Error> {
+        // SAFETY: `bytes / 4` words fit in the allocation.
+        self.driver.check("cuMemsetD32_v2", unsafe { self.driver.fns.memset_d32(self.ptr, value, self.bytes / 4) })?;
+        self.finish_legacy("cuStreamSynchronize")
+    }
+
+    /// Queues, on `stream`, the setting of every 4-byte word of this memory to `value`
+    /// (`cuMemsetD32Async`), and returns at once: work queued later on `stream` sees the words;
+    /// the host and other streams see them once `stream` has been waited for. Wait for
+    /// `stream` before this memory is dropped, as for any work queued on it.
+    pub fn fill_u32_on(&self, stream: &DeviceStream<'_>, value: u32) -> Result<(), Error> {
+        // SAFETY: `bytes / 4` words fit in the allocation, alive now; the fill writes device
+        // memory only, never host memory.
+        self.driver.check("cuMemsetD32Async", unsafe {
+            self.driver.fns.memset_d32_async(self.ptr, value, self.bytes / 4, stream.raw)
+        })
+    }
+
+    /// Copies the first `dst.len()` bytes to `dst` and returns once they are there. A longer
+    /// `dst` is an error.
+    ///
+    /// `cuMemcpyDtoH` "returns only once the copy has completed" (CUDA Driver API, "API
+    /// synchronization behavior"); it runs on the legacy default stream, after that stream's
+    /// earlier work but not after work still queued on a non-blocking stream: wait for such a
+    /// stream first ([`DeviceStream::synchronize`]), or use [`download_on`](Self::download_on).
+    pub fn download(&self, dst: &mut [u8]) -> Result<(), Error> {
+        self.check_download(dst)?;
         // SAFETY: `dst` has room for the bytes copied; the allocation holds at least as many.
         self.driver.check("cuMemcpyDtoH_v2", unsafe {
             self.driver.fns.memcpy_dtoh(dst.as_mut_ptr().cast(), self.ptr, dst.len())
         })
+    }
+
+    /// Copies the first `dst.len()` bytes to `dst` in `stream`'s order (after the work queued
+    /// on it so far) and returns once they are there: the call waits for `stream`. A longer
+    /// `dst` is an error.
+    pub fn download_on(&self, stream: &DeviceStream<'_>, dst: &mut [u8]) -> Result<(), Error> {
+        self.check_download(dst)?;
+        // SAFETY: `dst` has room for the bytes copied and outlives the copy, which
+        // `stream.synchronize()` waits for before this function returns or fails.
+        self.driver.check("cuMemcpyDtoHAsync_v2", unsafe {
+            self.driver.fns.memcpy_dtoh_async(dst.as_mut_ptr().cast(), self.ptr, dst.len(), stream.raw)
+        })?;
+        stream.synchronize()
     }
 }
 

@@ -415,6 +415,30 @@ fn perf_checks_every_collective_layout_on_the_stand_in() {
     }
 }
 
+/// The race of a pageable upload with a launch on a non-blocking stream: the stand-in driver
+/// lands `cuMemcpyHtoD`'s DMA and `cuMemsetD32`'s fill only when something ordered after them
+/// runs (tests/c/fake_cuda.c), so a collective that is not ordered after its buffers' writes
+/// reads stale input, or has its output overwritten by the late receive-buffer fill, every
+/// time. Every size from 8 B to 2 MiB, both placements, element by element, on one GPU (as
+/// issue 19 saw it: 33,768-113,280 wrong elements per size from 512 KiB to 8 MiB out of place)
+/// and on two. With perf's writes made as `cuMemcpyHtoD` alone, each of these runs reports
+/// wrong elements (1.6 million at 8 MiB) and exits 1.
+#[test]
+fn perf_orders_buffer_writes_before_its_collectives_on_one_and_two_gpus() {
+    for ngpus in ["1", "2"] {
+        for collective in ["all_reduce", "all_gather", "broadcast"] {
+            let args = [collective, "-b", "8", "-e", "2M", "-f", "4", "-g", ngpus, "-n", "2", "-w", "1"];
+            let o = perf(&args, &[]);
+            let (out, err) = text(&o);
+            assert!(o.status.success(), "{args:?}\n{out}\n{err}");
+            let rows = rows(&out);
+            assert_eq!(rows.len(), 10, "{args:?}\n{out}");
+            assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{args:?}: wrong elements\n{out}");
+            assert!(out.contains("# Out of bounds values : 0 OK"), "{args:?}\n{out}");
+        }
+    }
+}
+
 #[test]
 fn perf_reports_wrong_elements_and_fails() {
     let o = perf(
@@ -629,6 +653,27 @@ fn perf_ranks_all_fail_when_any_rank_sees_a_wrong_element() {
     }
     let (out, _) = text(&outs[0]);
     assert!(out.contains("# Out of bounds values : 4 FAILED"), "{out}");
+}
+
+/// A launcher's world of one is a launched job of one rank, not "no launcher": one rank, the
+/// one table, and the same refusals as in a larger world (never ranks of its own).
+#[test]
+fn perf_under_a_launcher_with_a_world_of_one_runs_one_rank() {
+    let args = ["all_reduce", "-b", "8", "-e", "1K", "-f", "4", "-n", "2", "-w", "1"];
+    let worlds: [Vec<(String, String)>; 2] =
+        [torchrun(1, 1, &run_id("world-of-one"))(0), explicit(1, vec![("FAKE_CUDA_DEVICES".into(), "1".into())])(0)];
+    for env in worlds {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let o = perf(&args, &env);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{env:?}\n{out}\n{err}");
+        assert!(out.contains("nProcs 1 nGpus 1") && out.contains("#  Rank  0 Pid"), "{out}");
+        assert_eq!(rows(&out).len(), 4, "{out}");
+        assert!(rows(&out).iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
+        let o = perf(&["all_reduce", "--procs", "2"], &env);
+        assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+        assert!(text(&o).1.contains("already started 1 (leave --procs out)"), "{:?}", text(&o));
+    }
 }
 
 #[test]

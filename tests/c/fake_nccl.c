@@ -525,13 +525,15 @@ const char *ncclGetErrorString(ncclResult_t code) {
  * Executing collectives (only with FAKE_NCCL_EXECUTE=1, for the command's perf tests; the
  * facade tests pass made-up pointers). Device memory is host memory (tests/c/fake_cuda.c).
  * Calls are queued and run when the outermost group ends (or at once outside a group); one
- * collective is nranks consecutive calls of one kind, in rank order. Types: the integer ones,
+ * collective is nranks consecutive calls of one kind, in rank order. Each runs as a kernel on
+ * its stream: the stand-in CUDA driver first lands the device-memory writes that kernel is
+ * ordered after, and only those (fake_cuda_kernel in tests/c/fake_cuda.c). Types: the integer ones,
  * float32 and float64 (others fail with ncclInvalidArgument). FAKE_NCCL_CORRUPT=1 spoils the
  * first element of every result. A communicator of ncclCommInitRank with ranks in other
  * processes meets them in shared memory (fake_nccl_shm.c).
  */
 enum kind { K_ALLREDUCE, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLGATHER };
-struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; struct fake_shm *shm; };
+struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; struct fake_shm *shm; cudaStream_t stream; int device; };
 static struct op queue[256];
 static int queued;
 /* Communicators with work in the open group (ncclGroupCommHead), for non-blocking group ends. */
@@ -612,6 +614,23 @@ static void run_collective(const struct op *q) {
 
 #include "fake_nccl_shm.c"
 
+#include <dlfcn.h>
+/* The kernel of `o` starts on its stream, its communicator's device current: tells the stand-in
+ * CUDA driver, found as real NCCL finds the driver, among the libraries already loaded
+ * (libcuda.so.1; libcuda.so when cudarc loaded it). Looked up each time: a driver may be
+ * unloaded and loaded again. A real driver has no hook. */
+static void kernel_starts(const struct op *o) {
+    static const char *const names[] = {"libcuda.so.1", "libcuda.so"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *lib = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD);
+        if (!lib) continue;
+        void (*hook)(void *, int) = (void (*)(void *, int))dlsym(lib, "fake_cuda_kernel");
+        if (hook) hook((void *)o->stream, o->device);
+        dlclose(lib);
+        if (hook) return;
+    }
+}
+
 /* Runs the queued collectives: those of a communicator with ranks elsewhere one by one in
  * shared memory, the others as nranks consecutive calls of this process. */
 static ncclResult_t run_queue(void) {
@@ -619,10 +638,12 @@ static ncclResult_t run_queue(void) {
     for (int i = 0; i < queued;) {
         if (queue[i].shm) {
             size_t len = queue[i].kind == K_REDUCESCATTER ? queue[i].n * (size_t)queue[i].nranks : queue[i].n;
+            kernel_starts(&queue[i]);
             if (r == ncclSuccess && fake_shm_collective(queue[i].shm, &queue[i], len * type_size(queue[i].type), last_error, sizeof last_error))
                 r = ncclSystemError;
             i++;
         } else if (queue[i].nranks > 0 && i + queue[i].nranks <= queued) {
+            for (int k = 0; k < queue[i].nranks; k++) kernel_starts(&queue[i + k]);
             run_collective(&queue[i]);
             i += queue[i].nranks;
         } else {
@@ -648,13 +669,13 @@ static void leave_peers(ncclComm_t comm) {
     comm->shm = NULL;
 }
 
-static ncclResult_t execute(enum kind k, const void *s, void *d, size_t n, int t, int op, int root, ncclComm_t c) {
+static ncclResult_t execute(enum kind k, const void *s, void *d, size_t n, int t, int op, int root, ncclComm_t c, cudaStream_t st) {
     if (!env_on("FAKE_NCCL_EXECUTE")) return ncclSuccess;
     if (type_size(t) == 0 || queued == (int)(sizeof queue / sizeof queue[0])) {
         strcpy(last_error, "type or queue length not executed by the stand-in");
         return ncclInvalidArgument;
     }
-    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks, c->shm};
+    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks, c->shm, st, c->device};
     return group_depth == 0 ? run_queue() : ncclSuccess;
 }
 
@@ -680,7 +701,7 @@ static ncclResult_t enqueue_work(ncclComm_t comm, cudaStream_t stream) {
     ncclResult_t fn(const void *s, void *d, size_t n, ncclDataType_t t, t5 x, ncclComm_t c, cudaStream_t st) { \
         name(#fn); ARG(s); ARG(d); ARG(n); ARG(t); ARG(x); ARG(live(c)->rank); ARG(st); \
         ncclResult_t r = result(); \
-        if (r == ncclSuccess) r = execute(kind, s, d, n, (int)t, op_arg, root_arg, c); \
+        if (r == ncclSuccess) r = execute(kind, s, d, n, (int)t, op_arg, root_arg, c, st); \
         return r != ncclSuccess ? r : enqueue_work(c, st); }
 COLL7(ncclAllReduce, ncclRedOp_t, K_ALLREDUCE, (int)x, 0)
 COLL7(ncclReduceScatter, ncclRedOp_t, K_REDUCESCATTER, (int)x, 0)
@@ -689,14 +710,14 @@ COLL7(ncclBroadcast, int, K_BROADCAST, 0, x)
 ncclResult_t ncclReduce(const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st) {
     name("ncclReduce"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(op); ARG(root); ARG(live(c)->rank); ARG(st);
     ncclResult_t r = result();
-    if (r == ncclSuccess) r = execute(K_REDUCE, s, d, n, (int)t, (int)op, root, c);
+    if (r == ncclSuccess) r = execute(K_REDUCE, s, d, n, (int)t, (int)op, root, c, st);
     return r != ncclSuccess ? r : enqueue_work(c, st);
 }
 
 ncclResult_t ncclAllGather(const void *s, void *d, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
     name("ncclAllGather"); ARG(s); ARG(d); ARG(n); ARG(t); ARG(live(c)->rank); ARG(st);
     ncclResult_t r = result();
-    if (r == ncclSuccess) r = execute(K_ALLGATHER, s, d, n, (int)t, 0, 0, c);
+    if (r == ncclSuccess) r = execute(K_ALLGATHER, s, d, n, (int)t, 0, 0, c, st);
     return r != ncclSuccess ? r : enqueue_work(c, st);
 }
 

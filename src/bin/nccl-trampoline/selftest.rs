@@ -316,9 +316,11 @@ fn all_reduce_on_all(nccl: &Nccl, driver: &Driver, n: i32, count: usize) -> Resu
         driver.activate(d).map_err(gpu(d, GpuStep::Activate))?;
         let send = driver.alloc(count * 4).map_err(gpu(d, GpuStep::Alloc))?;
         let recv = driver.alloc(count * 4).map_err(gpu(d, GpuStep::Alloc))?;
+        let stream = driver.stream().map_err(gpu(d, GpuStep::Stream))?;
         let host: Vec<u8> = (0..count).flat_map(|i| value(d as usize, i).to_ne_bytes()).collect();
-        send.upload(&host).map_err(gpu(d, GpuStep::Upload))?;
-        buffers.push((send, recv, driver.stream().map_err(gpu(d, GpuStep::Stream))?));
+        // In the order of the stream the all-reduce runs on (a non-blocking one).
+        send.upload_on(&stream, &host).map_err(gpu(d, GpuStep::Upload))?;
+        buffers.push((send, recv, stream));
     }
     {
         let group = nccl.group().map_err(collective)?;
@@ -334,8 +336,7 @@ fn all_reduce_on_all(nccl: &Nccl, driver: &Driver, n: i32, count: usize) -> Resu
     let mut host = vec![0u8; count * 4];
     for (&d, (_, recv, stream)) in devices.iter().zip(&buffers) {
         driver.activate(d).map_err(gpu(d, GpuStep::Activate))?;
-        stream.synchronize().map_err(gpu(d, GpuStep::Synchronize))?;
-        recv.download(&mut host).map_err(gpu(d, GpuStep::Download))?;
+        recv.download_on(stream, &mut host).map_err(gpu(d, GpuStep::Download))?;
         for (i, chunk) in host.chunks_exact(4).enumerate() {
             let want: f32 = (0..n as usize).map(|r| value(r, i)).sum();
             if f32::from_ne_bytes(chunk.try_into().expect("4 bytes")) != want {

@@ -4,8 +4,8 @@
 //! iterations timed on the host clock from the first enqueue to the end of every stream), the
 //! bandwidth formulas and the table are nccl-tests'. One process drives `-g` GPUs
 //! (`ncclCommInitAll`, one group per iteration); or every process is one rank of a job that a
-//! launcher started (mpirun, srun, torchrun: `launched.rs`), which `--procs N` also does on
-//! one host. The cputime (`-C 1`) is the host time of the enqueue loop alone: what the binding
+//! launcher started (mpirun, srun, torchrun, the crate's own variables: `launched.rs`, for a
+//! world of any size, one included), which `--procs N` also does on one host. The cputime (`-C 1`) is the host time of the enqueue loop alone: what the binding
 //! adds shows there.
 //!
 //! `options.rs` holds the options, `plan.rs` what a sweep measures, `ranks.rs` the GPUs and
@@ -21,6 +21,7 @@ pub mod plan;
 pub mod ranks;
 pub mod report;
 
+use nccl_trampoline::launch::Launcher;
 use nccl_trampoline::nccl::{Communicator, Nccl};
 
 use crate::cuda::Driver;
@@ -53,9 +54,10 @@ fn prepare(args: &Args, nranks: usize, option: &'static str) -> Result<(Plan, Nc
 
 /// `perf`: a sweep over this process's GPUs, or one rank of a launched job.
 pub fn run(args: &Args) -> Result<bool, Error> {
-    // A rank of a job: started by a launcher, or by --procs.
+    // A rank of a job: started by a launcher (a world of one included: the launcher's word,
+    // not the size, tells), or by --procs.
     let world = nccl_trampoline::launch::World::from_env().map_err(|source| Error::World { source: source.into() })?;
-    if world.size() > 1 || args.procs_rank {
+    if world.launcher() != Launcher::Standalone || args.procs_rank {
         return launched::rank(args, &world);
     }
     if args.procs > 1 {

@@ -114,15 +114,15 @@ impl<'d, 'n> Ranks<'d, 'n> {
         self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
         let send = self.driver.alloc(mine.len()).map_err(r.error(GpuStep::Alloc))?;
         let recv = self.driver.alloc(mine.len() * self.nranks).map_err(r.error(GpuStep::Alloc))?;
-        send.upload(mine).map_err(r.error(GpuStep::Upload))?;
+        // In the stream's order: the all-gather below reads the bytes, not what was there.
+        send.upload_on(&r.stream, mine).map_err(r.error(GpuStep::Upload))?;
         // SAFETY: both buffers were just allocated on the rank's device with the sizes an
-        // all-gather of `mine.len()` bytes per rank needs; the stream is synchronised before
-        // they are read or freed.
+        // all-gather of `mine.len()` bytes per rank needs; `download_on` waits for the stream
+        // before they are read or freed.
         unsafe { r.comm.all_gather_raw(send.ptr(), recv.ptr(), mine.len(), DataType::INT8, r.stream.raw()) }
             .map_err(collective)?;
-        r.stream.synchronize().map_err(r.error(GpuStep::Synchronize))?;
         let mut all = vec![0u8; mine.len() * self.nranks];
-        recv.download(&mut all).map_err(r.error(GpuStep::Download))?;
+        recv.download_on(&r.stream, &mut all).map_err(r.error(GpuStep::Download))?;
         Ok(all)
     }
 
@@ -177,7 +177,10 @@ impl<'d, 'n> Ranks<'d, 'n> {
     }
 
     /// Writes every rank's send data (into the receive buffer, in place) and fills the rest of
-    /// the receive buffer with a byte pattern no result matches.
+    /// the receive buffer with a byte pattern no result matches, in the order of the rank's
+    /// stream: the collectives launched there next read these bytes and write after them (a
+    /// bare `cuMemcpyHtoD` would land after the launch on this non-blocking stream:
+    /// src/cuda.rs, "What is synchronous").
     fn initialise(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<(), Error> {
         let op = op.unwrap_or(Op::Sum);
         let size = elem.size();
@@ -195,9 +198,9 @@ impl<'d, 'n> Ranks<'d, 'n> {
                 }
                 recv[at..at + send.len()].copy_from_slice(&send);
             } else {
-                r.send.upload(&send).map_err(r.error(GpuStep::Upload))?;
+                r.send.upload_on(&r.stream, &send).map_err(r.error(GpuStep::Upload))?;
             }
-            r.recv.upload(&recv).map_err(r.error(GpuStep::Upload))?;
+            r.recv.upload_on(&r.stream, &recv).map_err(r.error(GpuStep::Upload))?;
         }
         Ok(())
     }
@@ -211,7 +214,7 @@ impl<'d, 'n> Ranks<'d, 'n> {
             let Some((offset, len)) = c.result_region(l, r.global, plan.root, in_place) else { continue };
             self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
             let mut host = vec![0u8; (offset + len) * size];
-            r.recv.download(&mut host).map_err(r.error(GpuStep::Download))?;
+            r.recv.download_on(&r.stream, &mut host).map_err(r.error(GpuStep::Download))?;
             let send = |rank: usize, j: usize| op.send_value(rank, j);
             let reduce = |it: &mut dyn Iterator<Item = i64>| op.reduce(elem, it);
             for (i, bytes) in host[offset * size..].chunks_exact(size).enumerate() {
