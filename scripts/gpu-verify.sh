@@ -7,9 +7,12 @@
 #   race        for each NCCL build, the GPU test of device memory written and then read at once
 #               by a launch on a non-blocking stream (8-64 MiB pageable uploads, every element;
 #               docs/adr/0022), on every GPU and, where there are several, on one;
+#   creation    for each NCCL build, creations given up on the real NCCL (a dropped non-blocking
+#               pending init, an init past its deadline in both modes): NCCL's abort ran and no
+#               NCCL thread is left (tests/gpu_creation.rs; docs/adr/0023);
 #   nccl-tests  nccl-tests 2.19.6 beside `perf`, all_reduce, all_gather and broadcast, same
 #               arguments and library (scripts/gpu-nccl-tests.sh).
-# STAGES picks them (default all three, in that order). The logs go into ONE archive,
+# STAGES picks them (default all four, in that order). The logs go into ONE archive,
 # $OUT/gpu-verify.tar.gz, beside $OUT/summary.txt (what passed, what failed, the lines that
 # matter), so that they come back from a machine that returns few files. A stage that would
 # start after DEADLINE seconds (default 540) is skipped and says so, so the run ends inside a
@@ -27,7 +30,7 @@ say() { echo "$*" | tee -a "$summary"; }
 failed=0
 started=$SECONDS
 stage() { # NAME: whether to run it (chosen, and time left)
-    [[ " ${STAGES:-quickstart race nccl-tests} " == *" $1 "* ]] || return 1
+    [[ " ${STAGES:-quickstart race creation nccl-tests} " == *" $1 "* ]] || return 1
     if [ $((SECONDS - started)) -ge "${DEADLINE:-540}" ]; then
         say "== $1: skipped, $((SECONDS - started)) s used of DEADLINE=${DEADLINE:-540}"
         failed=1
@@ -50,11 +53,13 @@ if stage quickstart; then
     sed 's/^/  /' "$logs/quickstart.txt" | tee -a "$summary"
 fi
 
+# Every NCCL build here: the system's and the Python environment's wheel.
+libs=()
+sys=$(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF; exit}'); [ -n "$sys" ] && libs+=("system:$sys")
+whl=$(python3 -c 'import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],"lib","libnccl.so.2"))' 2>/dev/null)
+[ -n "$whl" ] && [ -f "$whl" ] && libs+=("wheel:$whl")
+
 if stage race; then
-    libs=()
-    sys=$(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF; exit}'); [ -n "$sys" ] && libs+=("system:$sys")
-    whl=$(python3 -c 'import nvidia.nccl,os;print(os.path.join(list(nvidia.nccl.__path__)[0],"lib","libnccl.so.2"))' 2>/dev/null)
-    [ -n "$whl" ] && [ -f "$whl" ] && libs+=("wheel:$whl")
     mkdir -p "$logs/race"
     for entry in "${libs[@]}"; do
         kind=${entry%%:*}
@@ -74,6 +79,24 @@ if stage race; then
             fi
             grep -E "wrong elements|test result" "$log" | sed 's/^/        /' | tee -a "$summary"
         done
+    done
+fi
+
+if stage creation; then
+    mkdir -p "$logs/creation"
+    for entry in "${libs[@]}"; do
+        kind=${entry%%:*}
+        log=$logs/creation/$kind.log
+        start=$SECONDS
+        if NCCL_TRAMPOLINE_LIBRARY="${entry#*:}" timeout 180 .device-bin/gpu_creation --ignored --nocapture \
+            --test-threads=1 > "$log" 2>&1; then
+            say "  pass  creations given up, $kind NCCL ($((SECONDS - start)) s)"
+        else
+            say "  FAIL  creations given up, $kind NCCL ($((SECONDS - start)) s, see creation/$(basename "$log"))"
+            failed=1
+        fi
+        grep -E "^NCCL [0-9]|dropped pending|past its deadline|Abort START|test result" "$log" | sed 's/^/        /' | tee -a "$summary"
+        cp /tmp/nccl-debug-*.log "$logs/creation/" 2>/dev/null
     done
 fi
 
