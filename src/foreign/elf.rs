@@ -29,17 +29,24 @@
 //! - every symbol: a function (`STT_FUNC`, `STT_GNU_IFUNC`) inside an executable segment, a
 //!   data object inside a load segment, a thread-local one inside `PT_TLS`;
 //! - every relocation (`RELA`, `JMPREL`, `RELR`): of a type the loader applies on this
-//!   machine, writing inside a writable segment and not into a table the loader reads, its
-//!   symbol inside the symbol table; a relative relocation's value inside the library; an
-//!   indirect function's resolver inside an executable segment; `DT_RELACOUNT`'s leading
-//!   entries relative; no text relocations and no copy relocations;
+//!   machine, writing inside a writable segment, not into a table the loader reads and not
+//!   where another relocation writes, its symbol inside the symbol table; a relative
+//!   relocation's value inside the library; a GOT slot's addend 0 (AArch64's loader adds it);
+//!   an address relocation's value inside the library for its own symbols, within 4 GiB of
+//!   another object's; a TLS offset inside the TLS block; an indirect function's resolver
+//!   inside an executable segment; `DT_RELACOUNT`'s leading entries relative; no text
+//!   relocations and no copy relocations;
 //! - every initialiser and finaliser the loader calls (`DT_INIT`, `DT_FINI`, each slot of the
 //!   arrays as relocated) inside an executable segment;
 //! - when the file has readable section headers (the loader ignores them; the linker writes
 //!   them from the same layout): every allocated section inside the load segment that maps it,
-//!   at the file offset that segment maps, with its permissions, and each table of the dynamic
-//!   section at the start of the section of its type. This catches a field shifted inside its
-//!   valid range, which no bounds check can tell apart.
+//!   at the file offset that segment maps (`.bss` past the file's part), with its
+//!   permissions; each table of the dynamic section at the start of the section of its type,
+//!   the initialiser arrays and relocation sections all named by it, whole; the PLT's
+//!   relocations inside the section their section names; `DT_INIT` and `DT_FINI` at the start
+//!   of a section, of a function the unwind table (`.eh_frame_hdr`) lists, or of a function
+//!   symbol. This catches a field shifted inside its valid range, which no bounds check can
+//!   tell apart.
 //!
 //! What is not and cannot be checked: the contents of code and data. A corrupted instruction,
 //! an address redirected to another place inside the library (a relocation's addend, a symbol
