@@ -167,7 +167,9 @@ pub(crate) enum LoadError {
         /// The address.
         at: usize,
     },
-    /// The file at the path changed between the check and the load.
+    /// The file at the path changed between the check and the load (Linux, where loading
+    /// by path is the fallback).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     #[error("the file changed while it was being loaded")]
     Changed,
     /// The system loader refused the file; its reason, without the repeated path.

@@ -51,7 +51,7 @@ pub(crate) fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, LoadError
 }
 
 /// The (device, inode) of an open file: what names it whatever path led to it.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 pub(crate) fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     (meta.dev(), meta.ino())
