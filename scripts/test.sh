@@ -216,8 +216,9 @@ if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; 
     # (plan::tests::plan_for_a_foreign_abi_cannot_be_called reads the assembly's code table
     # since plans compile to programs: Miri cannot run it.)
     cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: wide:: nccl::config nccl::types \
-        nccl::library::tests::both nccl::functions::tests::every_declaration_matches symbols:: nccl::bounded plan::tests::limits loader:: \
-        nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines nccl::collective_config::tests
+        nccl::version::tests nccl::functions::tests::every_declaration_matches symbols:: nccl::bounded plan::tests::limits loader:: \
+        nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines nccl::collective_config::tests \
+        foreign::elf::tests::the_seeds foreign::ld_cache::tests::the_loaders foreign::ld_cache::tests::a_cache_ldconfig
     step "fuzz ($NIGHTLY): every cargo-fuzz target for $FUZZ_SECONDS s from its committed corpus (scripts/fuzz.sh)"
     fuzz_start=$SECONDS
     FUZZ_TOOLCHAIN=$NIGHTLY scripts/fuzz.sh

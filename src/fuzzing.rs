@@ -1,3 +1,34 @@
 //! The parsers of outside input, reachable by the fuzz targets in `fuzz/` (compiled only under
 //! cargo fuzz's `--cfg fuzzing`; no API promise). Each function hands its bytes to one parser
 //! and returns what it returned; the targets assert the parser's contract.
+
+/// The ELF reader that checks a library before the system loader maps it
+/// (`foreign::elf::Image`), on `bytes` for the machine its header names (so that the seeds of
+/// every architecture reach the deep checks): the functions it exports, or the one-line reason
+/// it is refused.
+pub fn elf_image(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let machine = bytes.get(18..20).map_or(0, |m| u16::from_le_bytes([m[0], m[1]]));
+    crate::foreign::elf::Image::parse(bytes, machine).map(|i| i.exported_functions()).map_err(|e| e.to_string())
+}
+
+/// glibc's loader cache reader (`foreign::ld_cache`): `None` for a cache glibc would not
+/// use, else every entry's name and path, and for the first 32 names what a lookup for this
+/// machine, without and with the x86-64 hwcaps subfolders, returns (every lookup walks every
+/// entry: bounded work per input).
+pub fn ld_so_cache(bytes: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>, [Option<std::path::PathBuf>; 2])>> {
+    let cache = crate::foreign::ld_cache::LdCache::parse(bytes.to_vec())?;
+    let flags = crate::foreign::ld_cache::native_flags().unwrap_or(0x0303);
+    let hwcaps = ["x86-64-v4", "x86-64-v3", "x86-64-v2"];
+    Some(
+        cache
+            .entries()
+            .enumerate()
+            .map(|(i, e)| (i < 32, e))
+            .map(|(look, e)| {
+                let lookup = |h: &[&str]| if look { cache.lookup(e.name, flags, h) } else { None };
+                let found = [lookup(&[]), lookup(&hwcaps)];
+                (e.name.to_vec(), e.path.to_vec(), found)
+            })
+            .collect(),
+    )
+}

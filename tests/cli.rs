@@ -693,3 +693,110 @@ fn perf_under_a_launcher_refuses_what_does_not_fit_it() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("RANK=2, WORLD_SIZE=2"), "{:?}", text(&o));
 }
+
+/// A FIFO at `dir/libnccl.so.2`: opening it for reading waits for a writer for ever.
+fn fifo(dir: &Path) -> PathBuf {
+    let p = dir.join("libnccl.so.2");
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+    p
+}
+
+/// A library whose initialiser never returns: loading it blocks, as loading a FIFO did.
+fn hanging_library(dir: &Path) -> PathBuf {
+    let src = dir.join("hang.c");
+    std::fs::write(&src, "#include <unistd.h>\nstatic void hang(void) __attribute__((constructor));\nstatic void hang(void) { for (;;) pause(); }\nint ncclGetVersion(int *v) { *v = 23203; return 0; }\n").unwrap();
+    common::build_shared(dir, "hang", &[src])
+}
+
+#[test]
+fn doctor_and_selftest_refuse_a_fifo_instead_of_waiting_for_ever() {
+    let dir = common::work_dir("cli-fifo");
+    let lib = fifo(&dir);
+    let l = lib.to_str().unwrap();
+    let start = Instant::now();
+    let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", l)]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains(&format!("{l}  ->  not a regular file but a FIFO")), "{out}");
+    assert!(out.contains("cannot be loaded: not a regular file but a FIFO"), "{out}");
+    // As NCCL_NET_PLUGIN too.
+    let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", l), ("NCCL_TRAMPOLINE_LIBRARY", "/nonexistent/libnccl.so.2")]);
+    let (out, _) = text(&o);
+    assert!(out.contains(&format!("{l}: not a regular file")), "{out}");
+    let o = run(&["selftest", "--no-gpu", "--library", l], &[]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL  loading NCCL") && out.contains("not a regular file but a FIFO"), "{out}");
+    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+}
+
+#[test]
+fn doctor_stops_a_probe_that_does_not_answer() {
+    let dir = common::work_dir("cli-probe-timeout");
+    let lib = hanging_library(&dir);
+    let start = Instant::now();
+    let o = run(&["doctor", "--probe-timeout", "1"], &[("NCCL_TRAMPOLINE_LIBRARY", lib.to_str().unwrap())]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("no answer within 1 s: the probe was stopped"), "{out}");
+    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+    let o = run(&["doctor", "--probe-timeout", "0"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+}
+
+/// The pids of the processes whose parent is `parent` (from /proc/*/stat).
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        // pid (comm) state ppid ...: the command name may hold spaces; split after its ')'.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_probe_dies_with_the_doctor_that_started_it() {
+    let dir = common::work_dir("cli-probe-orphan");
+    let lib = hanging_library(&dir);
+    let mut doctor = Command::new(BIN)
+        .args(["doctor", "--probe-timeout", "600"])
+        .env("NCCL_TRAMPOLINE_LIBRARY", &lib)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the probe (stuck in the library's initialiser) to exist.
+    let start = Instant::now();
+    let probe = loop {
+        if let Some(&p) = children_of(doctor.id()).first() {
+            break p;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no probe started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Give it time to reach the initialiser, then kill doctor the hard way.
+    std::thread::sleep(Duration::from_millis(300));
+    doctor.kill().unwrap();
+    doctor.wait().unwrap();
+    let gone = Instant::now();
+    while Path::new(&format!("/proc/{probe}")).exists() {
+        let zombie = std::fs::read_to_string(format!("/proc/{probe}/stat")).is_ok_and(|s| s.contains(") Z "));
+        if zombie {
+            break; // dead, waiting for its new parent to reap it
+        }
+        if gone.elapsed() > Duration::from_secs(10) {
+            // Clean up before failing: the probe would otherwise run on.
+            // SAFETY: kill(2) of the probe this test caused to be started.
+            unsafe { libc::kill(probe as libc::pid_t, libc::SIGKILL) };
+            panic!("probe {probe} outlived its doctor by 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

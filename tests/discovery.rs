@@ -16,7 +16,7 @@ use std::sync::{Mutex, PoisonError};
 
 use common::standin::fake_nccl;
 use nccl_trampoline::nccl::Error;
-use nccl_trampoline::nccl::{Nccl, PythonWheel, Source, Version, LIBRARY_ENV};
+use nccl_trampoline::nccl::{Flavor, Nccl, PythonWheel, Source, Version, LIBRARY_ENV};
 
 /// The variables discovery reads. Each test sets the ones it needs and clears the others, so
 /// the machine's own Python environments do not take part.
@@ -217,6 +217,57 @@ fn the_wheel_and_its_cuda_major_are_reported() {
     assert_eq!(PythonWheel::owning(&fake_nccl(23203)), None);
 }
 
+/// RCCL is told from what the library is (RCCL's soname or file name, RCCL's own exports),
+/// not from a folder it lies in; and `ncclAlltoAll` is bound under the spelling the library
+/// exports (RCCL's `ncclAllToAll` where that is the one it has).
+fn rccl_is_told_from_the_library_not_its_folders() {
+    let root = common::work_dir("discovery-flavor");
+    let standin = fake_nccl(23203);
+    let barcclays = root.join("barcclays/libnccl.so.2");
+    std::fs::create_dir_all(barcclays.parent().unwrap()).unwrap();
+    std::fs::copy(&standin, &barcclays).unwrap();
+    let nccl = Nccl::load_from(&barcclays).unwrap();
+    assert_eq!(nccl.flavor(), Flavor::Nccl, "a folder whose name contains \"rccl\"");
+    assert!(nccl.has("ncclAlltoAll"), "ncclAlltoAll bound");
+    let rccl = root.join("librccl.so.1");
+    std::fs::copy(&standin, &rccl).unwrap();
+    assert_eq!(Nccl::load_from(&rccl).unwrap().flavor(), Flavor::Rccl, "RCCL's file name");
+    // A library that spells it RCCL's way: bound all the same, and counted as bound.
+    let dir = common::work_dir("discovery-alltoall-spelling");
+    let src = common::repo_file("tests/c/fake_nccl.c");
+    let lib = common::build_shared_with(&dir, "nccl", &[src], &["-DFAKE_VERSION=23203", "-DncclAlltoAll=ncclAllToAll"]);
+    let n = Nccl::load_from(&lib).unwrap();
+    assert_eq!(n.flavor(), Flavor::Nccl);
+    assert!(n.has("ncclAlltoAll"), "bound through ncclAllToAll");
+    let coverage = n.coverage().unwrap();
+    assert!(coverage.bound.iter().any(|f| f == "ncclAllToAll") && coverage.unbound.is_empty(), "{coverage:?}");
+}
+
+/// `ncclGetVersion` codes that no NCCL 2 returns are refused with the code, not read as
+/// versions (1000 was 1.0.0, 99999999 was 9999.99.99).
+fn codes_that_are_no_nccl_version_are_refused() {
+    let dir = common::work_dir("discovery-version-codes");
+    for code in [1000, 99_999_999, 2950] {
+        let src = dir.join(format!("version-{code}.c"));
+        std::fs::write(
+            &src,
+            format!(
+                "int ncclGetVersion(int *v) {{ *v = {code}; return 0; }}\nint ncclGetUniqueId(void *id) {{ return id == 0; }}\n"
+            ),
+        )
+        .unwrap();
+        let lib = common::build_shared(&dir, &format!("version-{code}"), &[src]);
+        let err = Nccl::load_from(&lib).unwrap_err();
+        assert!(matches!(err, Error::LibraryLoad { .. }), "{err:?}");
+        assert!(
+            err.to_string().ends_with(&format!(
+                ": ncclGetVersion returned {code}, which is no NCCL 2 version (2.0.0 to 2.8.99 are 2000 to 2899, 2.9.0 to 2.99.99 are 20900 to 29999)"
+            )),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn discovery_scenarios_in_order() {
     // Nothing loaded yet.
@@ -228,4 +279,6 @@ fn discovery_scenarios_in_order() {
     an_nccl_older_than_get_version_is_refused_with_the_reason();
     a_library_built_for_another_architecture_is_named();
     the_wheel_and_its_cuda_major_are_reported();
+    rccl_is_told_from_the_library_not_its_folders();
+    codes_that_are_no_nccl_version_are_refused();
 }

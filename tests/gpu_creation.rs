@@ -104,8 +104,9 @@ fn gpu_creations_given_up_are_aborted_and_leave_no_nccl_thread() {
     let id = nccl.unique_id().unwrap(); // its bootstrap root thread stays: part of the baseline
     let baseline = threads();
     let aborts = debug.aborts();
-    let pending = Communicator::begin_init_rank(&nccl, 2, &id, 0, &nonblocking().timeouts(timeouts(Duration::from_secs(60))))
-        .expect("begin a non-blocking init");
+    let pending =
+        Communicator::begin_init_rank(&nccl, 2, &id, 0, &nonblocking().timeouts(timeouts(Duration::from_secs(60))))
+            .expect("begin a non-blocking init");
     std::thread::sleep(Duration::from_millis(1000));
     let during = threads().len();
     let started = Instant::now();
@@ -142,7 +143,13 @@ fn gpu_creations_given_up_are_aborted_and_leave_no_nccl_thread() {
     let baseline = threads();
     let aborts = debug.aborts();
     let started = Instant::now();
-    let r = Communicator::init_rank_with(&nccl, 1, &id, 0, &CommOptions::new().timeouts(timeouts(Duration::from_millis(1))));
+    let r = Communicator::init_rank_with(
+        &nccl,
+        1,
+        &id,
+        0,
+        &CommOptions::new().timeouts(timeouts(Duration::from_millis(1))),
+    );
     let took = started.elapsed();
     let aborted = debug.abort_after(aborts, Duration::from_secs(30));
     let settled = settles(&baseline, Duration::from_secs(10));

@@ -6,7 +6,6 @@ use core::fmt;
 use crate::nccl::error::Error;
 use crate::nccl::functions::SYMBOLS;
 use crate::nccl::library::Nccl;
-use crate::nccl::version::Flavor;
 
 /// The crate's coverage of one loaded library's public API ([`Nccl::coverage`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,18 +44,15 @@ impl Nccl {
     /// declares and resolved in this library (RCCL's `ncclAllToAll` is the table's
     /// `ncclAlltoAll`).
     ///
-    /// The file is read with bounds on every size (`Error::SymbolTable` for one that is not
-    /// a 64-bit little-endian ELF shared library, or is malformed).
+    /// The symbols are those the loader binds (`DT_SYMTAB`, as many as the hash tables
+    /// cover), read from the very file loaded when it was checked before loading; the file is
+    /// not read again. It does not fail; the `Result` is kept for the callers written when it
+    /// read the file.
     pub fn coverage(&self) -> Result<Coverage, Error> {
-        let path = self.path();
-        let exported: Vec<String> = crate::foreign::elf::exported_functions(path)
-            .map_err(|reason| Error::SymbolTable { path: path.display().to_string(), reason })?
-            .into_iter()
-            .filter(|n| is_public_nccl(n))
-            .collect();
-        let rccl = self.flavor() == Flavor::Rccl;
+        let exported: Vec<String> = self.exported_functions().iter().filter(|n| is_public_nccl(n)).cloned().collect();
+        let alltoall = self.alltoall_name();
         let is_bound = |name: &str| {
-            let name = if rccl && name == "ncclAllToAll" { "ncclAlltoAll" } else { name };
+            let name = if name == alltoall { "ncclAlltoAll" } else { name };
             SYMBOLS.iter().any(|row| row.name == name && self.has_sym(row.sym))
         };
         let (bound, unbound) = exported.iter().cloned().partition(|n| is_bound(n));

@@ -274,7 +274,7 @@ impl PythonWheel {
             let mut owners: Vec<(PathBuf, Option<u64>)> = infos
                 .into_iter()
                 .filter_map(|info| {
-                    let record = std::fs::read_to_string(info.join("RECORD")).ok()?;
+                    let record = read_text(&info.join("RECORD"), MAX_RECORD_BYTES)?;
                     let size = record.lines().find_map(|line| record_size(line, &relative))?;
                     Some((info, size))
                 })
@@ -292,7 +292,7 @@ impl PythonWheel {
 
     /// The name and version in `info/METADATA`.
     fn read(info: &Path) -> Option<PythonWheel> {
-        let metadata = std::fs::read_to_string(info.join("METADATA")).ok()?;
+        let metadata = read_text(&info.join("METADATA"), MAX_METADATA_BYTES)?;
         let header = |key: &str| {
             metadata
                 .lines()
@@ -314,6 +314,18 @@ impl fmt::Display for PythonWheel {
             None => Ok(()),
         }
     }
+}
+
+/// The most of a wheel's RECORD (a line per installed file: PyTorch's has about 20 000) and
+/// METADATA (its description included) that is read.
+const MAX_RECORD_BYTES: u64 = 64 << 20;
+const MAX_METADATA_BYTES: u64 = 16 << 20;
+
+/// The text of the regular file at `path`, if it has at most `limit` bytes: a FIFO planted in
+/// a dist-info folder is not opened for reading (that would wait for a writer for ever).
+fn read_text(path: &Path, limit: u64) -> Option<String> {
+    let bytes = crate::foreign::file::read_regular(path, limit).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// `Some(size)` (or `Some(None)` without one) when the RECORD line lists `relative`. A RECORD
@@ -495,6 +507,27 @@ mod tests {
         // No wheel lists a file copied in by hand.
         let stray = file(&site.join("nvidia/nccl/lib/libnccl.so.2.bak"), b"s");
         assert_eq!(PythonWheel::owning(&stray), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A FIFO where a wheel's RECORD belongs is passed over, not opened for reading (which
+    /// would wait for a writer for ever: `doctor` and `Nccl::python_wheel` read it).
+    #[test]
+    #[cfg_attr(miri, ignore = "makes a FIFO")]
+    fn a_fifo_in_a_dist_info_is_not_waited_on() {
+        let root = tree("wheel-fifo");
+        let site = root.join("site-packages");
+        let lib = file(&site.join("nvidia/nccl/lib/libnccl.so.2"), b"x");
+        dist_info(&site, "nvidia-nccl-cu12", "2.28.9", &[("nvidia/nccl/lib/libnccl.so.2", 1)]);
+        let record = site.join("nvidia_nccl_cu12-2.28.9.dist-info/RECORD");
+        std::fs::remove_file(&record).unwrap();
+        let c = std::ffi::CString::new(record.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(PythonWheel::owning(&lib)));
+        let owner = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("PythonWheel::owning returns");
+        assert_eq!(owner, None);
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -42,8 +42,11 @@ pub enum Error {
         path: String,
         /// The environment variable that named it, if one did.
         variable: Option<&'static str>,
-        /// Why: "no such file", "built for aarch64, this program runs on x86_64: use the
-        /// x86_64 build", a missing dependency, "not an NCCL library", ...
+        /// Why, in one line: "no such file", "not a regular file but a FIFO", "built for
+        /// aarch64, this program runs on x86_64: use the x86_64 build", "truncated: a load
+        /// segment ends at byte N, the file has M bytes", "corrupt: ...", "ncclGetVersion is a
+        /// data object in this library, not a function", a missing dependency, "not an NCCL
+        /// library", a version code no NCCL reports, ...
         reason: String,
     },
     /// The loaded library is older than the one that introduced `symbol` (a function, or a

@@ -1,5 +1,10 @@
 //! Finding, loading and describing an NCCL (or RCCL) library, and its version-adaptive symbol
 //! table: every known symbol resolved to an optional entry with its call plan prepared once.
+//!
+//! Every candidate goes through `foreign::loader` (docs/adr/0024): opened once without
+//! blocking, its ELF structure checked, and that very file loaded; each bound symbol must be a
+//! function of the file, the version code one an NCCL 2 reports, and RCCL is told from the
+//! file's soname or exports.
 
 use core::ffi::c_void;
 use core::fmt;
@@ -11,6 +16,8 @@ use crate::cuda::Driver;
 
 use crate::abi::Abi;
 use crate::engine::typed::CArgs;
+use crate::foreign::elf::Image;
+use crate::foreign::loader::{self, Loaded};
 use crate::foreign::symbols::Entry;
 use crate::nccl::discovery::{self, Candidate, PythonWheel, Source, LIBRARY_ENV};
 use crate::nccl::error::Error;
@@ -55,6 +62,10 @@ struct Library {
     path: PathBuf,
     version: Version,
     flavor: Flavor,
+    /// The functions the file exports (read by the check before loading), for coverage.
+    exported: Vec<String>,
+    /// How the library spells `ncclAlltoAll` (RCCL: `ncclAllToAll`).
+    alltoall: &'static str,
     /// The CUDA driver, loaded on first use (stream waits, the watchdog, device checks).
     cuda: OnceLock<Result<Arc<Driver>, crate::cuda::Error>>,
     // Last field: dropped after the entries that point into it.
@@ -95,10 +106,15 @@ impl Nccl {
         Self::discover().result
     }
 
-    /// Loads exactly the library at `path` (a file, or a bare soname such as `libnccl.so.2`
-    /// for the system loader to find). Nothing else is tried: if it cannot be loaded, or is
-    /// not NCCL, the error is [`Error::LibraryLoad`] with the reason ("no such file", "built
-    /// for aarch64, this program runs on x86_64: ...", a missing dependency, ...).
+    /// Loads exactly the library at `path` (a file, or a bare soname such as `libnccl.so.2`,
+    /// found as the system loader finds it). Nothing else is tried: if it cannot be loaded, or
+    /// is not NCCL, the error is [`Error::LibraryLoad`] with the reason in one line ("no such
+    /// file", "not a regular file but a FIFO", "built for aarch64, this program runs on
+    /// x86_64: ...", "truncated: a load segment ends at byte 90112, the file has 4096 bytes",
+    /// "ncclGetVersion is a data object in this library, not a function", a missing
+    /// dependency, ...). The file is checked before the system loader maps it and the file
+    /// checked is the file loaded, so a truncated or corrupted library is refused instead of
+    /// crashing the process (what the check cannot see: docs/adr/0024).
     pub fn load_from(path: impl AsRef<Path>) -> Result<Nccl, Error> {
         Self::native_target()?;
         let path = path.as_ref();
@@ -155,28 +171,39 @@ impl Nccl {
     }
 
     fn open(c: &Candidate) -> Result<Nccl, Rejection> {
-        let lib =
-            open_pinned(&c.path).map_err(|e| Rejection::Unusable(crate::foreign::loader::failure(&c.path, &e)))?;
+        let unusable = |e: crate::foreign::error::LoadError| Rejection::Unusable(e.to_string());
+        // SAFETY: loading runs the library's initialisers; NCCL's and RCCL's are safe to run
+        // in any process. The caller chose (or let us choose) the library to trust; its file
+        // is checked before the loader maps it. RTLD_NODELETE: NCCL starts threads (the
+        // bootstrap listener of `ncclGetUniqueId`, proxies) and keeps process-wide state, so
+        // unmapping it while they run would crash the process.
+        let loaded = unsafe { loader::load(&c.path, loader::NOW_LOCAL | loader::NODELETE) }.map_err(unusable)?;
+        let flavor = flavor(&loaded.image, &loaded.path);
+        let alltoall = alltoall_spelling(&loaded.image);
         let mut entries = Vec::with_capacity(SYMBOL_COUNT);
-        let flavor = if c.path.to_string_lossy().contains("rccl") { Flavor::Rccl } else { Flavor::Nccl };
         for info in SYMBOLS {
-            let mut name = info.name;
-            if flavor == Flavor::Rccl && info.sym == Sym::AlltoAll {
-                name = "ncclAllToAll";
-            }
+            let name = if info.sym == Sym::AlltoAll { alltoall } else { info.name };
             // The plan is built from the symbol's declared prototype (nccl::functions).
-            entries.push(Entry::resolve_signature(&lib, name, &(info.signature)()?)?);
+            let entry = Entry::resolve_signature(&loaded.library, name, &(info.signature)()?)?;
+            if let Some(e) = &entry {
+                // A data object exported under a function's name would be called as code.
+                loaded.check_function(name, e.address()).map_err(unusable)?;
+            }
+            entries.push(entry);
         }
-        // SAFETY: each plan is its symbol's prototype; `Library` keeps `lib` loaded (and it is
-        // opened with RTLD_NODELETE) for as long as the bindings live.
+        // SAFETY: each plan is its symbol's prototype; `Library` keeps the library loaded
+        // (and it is opened with RTLD_NODELETE) for as long as the bindings live.
         let functions = unsafe { Functions::bind(&entries) }?;
-        let path = resolved_path(&c.path, &entries).unwrap_or_else(|| c.path.clone());
+        let Loaded { library: lib, image, path: file, .. } = loaded;
+        let path = if loader::is_bare_name(&c.path) { resolved_path(&entries).unwrap_or(file) } else { c.path.clone() };
         let mut library = Library {
             entries,
             functions,
             path,
             version: Version::new(0, 0, 0),
             flavor,
+            exported: image.exported_functions(),
+            alltoall,
             cuda: OnceLock::new(),
             _lib: lib,
         };
@@ -189,12 +216,16 @@ impl Nccl {
             let nccl = Nccl { lib: Arc::new(library) };
             return Err(Rejection::Unusable(nccl.failure(Sym::GetVersion, r, core::ptr::null_mut()).to_string()));
         }
-        library.version = Version::from_code(code)
-            .ok_or_else(|| Rejection::Unusable(format!("ncclGetVersion returned {code}, which is no NCCL version")))?;
+        library.version = Version::from_code(code).ok_or_else(|| {
+            Rejection::Unusable(format!(
+                "ncclGetVersion returned {code}, which is no NCCL 2 version (2.0.0 to 2.8.99 are 2000 to 2899, 2.9.0 to 2.99.99 are 20900 to 29999)"
+            ))
+        })?;
         Ok(Nccl { lib: Arc::new(library) })
     }
 
-    /// The file the library was loaded from (resolved through the loader where it can be).
+    /// The file the library was loaded from: the path given, or for a bare soname the file the
+    /// loader mapped (never the `/proc/self/fd/N` it was handed).
     pub fn path(&self) -> &Path {
         &self.lib.path
     }
@@ -207,6 +238,16 @@ impl Nccl {
     /// NCCL or RCCL.
     pub fn flavor(&self) -> Flavor {
         self.lib.flavor
+    }
+
+    /// The functions the library's file exports, as read when it was checked before loading.
+    pub(crate) fn exported_functions(&self) -> &[String] {
+        &self.lib.exported
+    }
+
+    /// The library's own name for `ncclAlltoAll` (RCCL spells it `ncclAllToAll`).
+    pub(crate) fn alltoall_name(&self) -> &'static str {
+        self.lib.alltoall
     }
 
     /// The pip wheel this library was installed by (`nvidia-nccl-cu12 2.28.9`, built for CUDA
@@ -386,23 +427,28 @@ impl Rejection {
     }
 }
 
-/// Opens a library that is never unmapped: NCCL starts threads (the bootstrap listener of
-/// `ncclGetUniqueId`, proxies) and keeps process-wide state, so unloading it while they run
-/// crashes the process. `RTLD_NODELETE` keeps the code mapped after the last handle drops.
-fn open_pinned(path: &Path) -> Result<libloading::Library, libloading::Error> {
-    #[cfg(unix)]
-    {
-        use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
-        /// `RTLD_NODELETE` (glibc and musl, every architecture).
-        const RTLD_NODELETE: core::ffi::c_int = 0x1000;
-        // SAFETY: loading runs the library's initialisers; NCCL's and RCCL's are safe to run
-        // in any process. The caller chose (or let us choose) the library to trust.
-        unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) }.map(Into::into)
+/// RCCL or NCCL, from what the file is: RCCL's soname (`librccl.so.1`; the file's name when
+/// it has none) or an exported function of RCCL's own (`rccl*`), never the folders it lies in.
+fn flavor(image: &Image, file: &Path) -> Flavor {
+    let name =
+        image.soname().map(str::to_string).or_else(|| file.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let named_rccl = name.is_some_and(|n| n.starts_with("librccl"));
+    if named_rccl || image.exported_functions().iter().any(|f| f.starts_with("rccl")) {
+        Flavor::Rccl
+    } else {
+        Flavor::Nccl
     }
-    #[cfg(not(unix))]
-    {
-        // SAFETY: as above; never reached at run time (no trampoline on these targets).
-        unsafe { libloading::Library::new(path) }
+}
+
+/// The name under which the library exports the table's `ncclAlltoAll`: NCCL's (2.28+), else
+/// RCCL's `ncclAllToAll` (the same prototype) where the file defines only that.
+fn alltoall_spelling(image: &Image) -> &'static str {
+    const NCCL: &str = "ncclAlltoAll";
+    const RCCL: &str = "ncclAllToAll";
+    if image.definition(NCCL).is_none() && image.definition(RCCL).is_some() {
+        RCCL
+    } else {
+        NCCL
     }
 }
 
@@ -414,11 +460,9 @@ fn c_string(p: *const core::ffi::c_char) -> Option<String> {
     Some(unsafe { CStr::from_ptr(p.cast()) }.to_string_lossy().into_owned())
 }
 
-/// For a bare soname, the file the loader actually mapped (so `path()` names a real file).
-fn resolved_path(requested: &Path, entries: &[Option<Entry>]) -> Option<PathBuf> {
-    if requested.components().count() > 1 {
-        return None;
-    }
+/// For a bare soname, the file the loader actually mapped (so `path()` names a real file, not
+/// the `/proc/self/fd/N` it was loaded through).
+fn resolved_path(entries: &[Option<Entry>]) -> Option<PathBuf> {
     let func = entries[Sym::GetVersion as usize].as_ref()?.address() as usize;
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines().find_map(|line| {
@@ -427,20 +471,4 @@ fn resolved_path(requested: &Path, entries: &[Option<Entry>]) -> Option<PathBuf>
         let (lo, hi) = (usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?);
         (lo <= func && func < hi).then(|| parts.nth(4).map(PathBuf::from)).flatten()
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn both_version_formulas_decode() {
-        assert_eq!(Version::from_code(2708), Some(Version::new(2, 7, 8)));
-        assert_eq!(Version::from_code(21803), Some(Version::new(2, 18, 3)));
-        assert_eq!(Version::from_code(23203), Some(Version::new(2, 32, 3)));
-        assert_eq!(Version::from_code(0), None);
-        assert_eq!(Version::from_code(-5), None);
-        assert_eq!(Version::new(2, 18, 3).code(), 21803);
-        assert_eq!(Version::new(2, 7, 8).code(), 2708);
-    }
 }

@@ -2,11 +2,17 @@
 //!
 //! Each candidate is loaded in a fresh process (`nccl-trampoline probe`), so one library does
 //! not answer for another (the loader matches a soname against libraries already loaded) and
-//! a library that crashes on load is reported instead of taking `doctor` down.
+//! a library that crashes on load is reported instead of taking `doctor` down. The net plugin
+//! is opened in one too. Every such process (and the `ldconfig` and `python3` that `doctor`
+//! asks) runs for at most `--probe-timeout` seconds, and dies with `doctor` (Linux:
+//! `PR_SET_PDEATHSIG`): a library whose loading blocks, or a `doctor` killed half way, leaves
+//! nothing running.
 
 use std::collections::BTreeSet;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
@@ -14,9 +20,23 @@ use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
 use crate::cuda;
 use crate::error::Error as CliError;
 
-/// `doctor` takes no options.
+/// `doctor`'s options.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Seconds each probe (one process per candidate library, and the net plugin's) may take
+    /// before it is stopped and reported as not answering.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = probe_limit)]
+    probe_timeout: Duration,
+}
+
+/// `--probe-timeout`: a positive number of seconds, at most a day.
+fn probe_limit(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!("{s} s: give more than 0 and at most 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
 
 /// The facts `probe` reports about one candidate.
 #[derive(Debug, PartialEq)]
@@ -65,15 +85,73 @@ fn one_line(s: &str) -> String {
     s.replace(['\n', '\t'], " ")
 }
 
-/// Runs `probe` for `library` in a child process.
-fn probe_in_child(library: &Path) -> Result<Probe, CliError> {
+/// Runs `command` with its output captured, for at most `limit`: killed after it (and on
+/// Linux whenever `doctor` dies first).
+fn output_within(mut command: Command, limit: Duration) -> Result<Output, CliError> {
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    die_with_parent(&mut command);
+    let mut child = command.spawn().map_err(|source| CliError::ProbeStart { source })?;
+    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.as_mut().map(|o| o.read_to_end(&mut v));
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.as_mut().map(|e| e.read_to_end(&mut v));
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            // Out of time (or unable to ask): stop it. The readers end with its pipes.
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(CliError::ProbeTimedOut { limit });
+            }
+        }
+    };
+    Ok(Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() })
+}
+
+/// Makes the child of `command` die with this process: Linux sends it SIGKILL when the thread
+/// that started it ends (`PR_SET_PDEATHSIG`; `doctor` starts every child from its main thread,
+/// which ends only with the process). A parent that died between the fork and the `prctl` is
+/// seen through `getppid` and the child gives up before it runs.
+fn die_with_parent(command: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid); it allocates nothing (an OS error
+        // code is stored inline).
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
+}
+
+/// Runs `probe` for `library` in a child process, for at most `limit`.
+fn probe_in_child(library: &Path, limit: Duration) -> Result<Probe, CliError> {
     let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source })?;
-    let out = Command::new(exe)
-        .arg("probe")
-        .arg(library)
-        .env_remove("NCCL_DEBUG")
-        .output()
-        .map_err(|source| CliError::ProbeStart { source })?;
+    let mut command = Command::new(exe);
+    command.arg("probe").arg(library).env_remove("NCCL_DEBUG");
+    let out = output_within(command, limit)?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().last().unwrap_or("");
     let fields: Vec<&str> = line.split('\t').collect();
@@ -104,7 +182,8 @@ fn wheel_note(path: &str) -> String {
     PythonWheel::owning(Path::new(path)).map(|w| format!(" ({w})")).unwrap_or_default()
 }
 
-pub fn run(_args: &Args) -> Result<bool, CliError> {
+pub fn run(args: &Args) -> Result<bool, CliError> {
+    let limit = args.probe_timeout;
     println!("nccl-trampoline {} ({})", env!("CARGO_PKG_VERSION"), nccl_trampoline::engine::TARGET);
     println!();
     let candidates = Nccl::candidates();
@@ -114,7 +193,7 @@ pub fn run(_args: &Args) -> Result<bool, CliError> {
     let mut refused: Option<(Candidate, CliError)> = None;
     let mut resolved = BTreeSet::new();
     for (i, c) in candidates.iter().enumerate() {
-        let result = probe_in_child(&c.path);
+        let result = probe_in_child(&c.path, limit);
         let status = match (&result, &chosen) {
             _ if refused.is_some() => "not tried",
             (Ok(_), None) => "LOADS",
@@ -146,13 +225,13 @@ pub fn run(_args: &Args) -> Result<bool, CliError> {
         }
     }
     let others: Vec<PathBuf> =
-        libraries_on_disk().into_iter().filter(|p| !resolved.contains(&canonical_path(p))).collect();
+        libraries_on_disk(limit).into_iter().filter(|p| !resolved.contains(&canonical_path(p))).collect();
     if !others.is_empty() {
         println!(
             "  Also on this machine, not reached by the discovery order (set NCCL_TRAMPOLINE_LIBRARY to use one):"
         );
         for p in others {
-            match probe_in_child(&p) {
+            match probe_in_child(&p, limit) {
                 Ok(q) => println!("     {}  ->  {} {}{}", p.display(), q.flavor, q.version, wheel_note(&q.path)),
                 Err(e) => println!("     {}  ->  {e}", p.display()),
             }
@@ -193,7 +272,7 @@ pub fn run(_args: &Args) -> Result<bool, CliError> {
     println!();
     print_environment();
     println!();
-    print_net_plugin();
+    print_net_plugin(limit);
     println!();
     print_gpus();
     Ok(true)
@@ -209,7 +288,7 @@ fn canonical_path(path: &Path) -> PathBuf {
 
 /// NCCL and RCCL libraries the system loader's cache, `LD_LIBRARY_PATH` and the Python
 /// interpreter on `PATH` know of, one per real file.
-fn libraries_on_disk() -> Vec<PathBuf> {
+fn libraries_on_disk(limit: Duration) -> Vec<PathBuf> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     let mut add = |p: PathBuf| {
@@ -225,7 +304,9 @@ fn libraries_on_disk() -> Vec<PathBuf> {
         }
     }
     for ldconfig in ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"] {
-        if let Ok(out) = Command::new(ldconfig).arg("-p").output() {
+        let mut command = Command::new(ldconfig);
+        command.arg("-p");
+        if let Ok(out) = output_within(command, limit) {
             for line in String::from_utf8_lossy(&out.stdout).lines() {
                 let name = line.trim_start();
                 if name.starts_with("libnccl.so") || name.starts_with("librccl.so") {
@@ -238,7 +319,9 @@ fn libraries_on_disk() -> Vec<PathBuf> {
         }
     }
     let script = "import os,nvidia.nccl as m;print(os.path.join(list(m.__path__)[0],'lib','libnccl.so.2'))";
-    if let Ok(o) = Command::new("python3").args(["-c", script]).output() {
+    let mut command = Command::new("python3");
+    command.args(["-c", script]);
+    if let Ok(o) = output_within(command, limit) {
         if o.status.success() {
             add(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
         }
@@ -339,7 +422,7 @@ pub fn net_plugin_names(setting: Option<&str>) -> Vec<String> {
     }
 }
 
-fn print_net_plugin() {
+fn print_net_plugin(limit: Duration) {
     let setting = std::env::var("NCCL_NET_PLUGIN").ok();
     println!("Net plugin (NCCL_NET_PLUGIN={}):", setting.as_deref().unwrap_or("unset"));
     if setting.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("none")) {
@@ -347,7 +430,7 @@ fn print_net_plugin() {
         return;
     }
     for name in net_plugin_names(setting.as_deref()) {
-        match open_plugin(&name) {
+        match plugin_in_child(&name, limit) {
             Ok((path, versions)) => {
                 println!("  {name}: found at {path}, exports {}", versions.join(" "));
                 return;
@@ -358,16 +441,73 @@ fn print_net_plugin() {
     println!("  none found: NCCL uses its built-in IB and socket transports");
 }
 
+/// Opens the net plugin `name` in a child process (`probe --net-plugin`), for at most
+/// `limit`: its file and the interface versions it exports.
+fn plugin_in_child(name: &str, limit: Duration) -> Result<(String, Vec<String>), CliError> {
+    let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source })?;
+    let mut command = Command::new(exe);
+    command.args(["probe", "--net-plugin", name]).env_remove("NCCL_DEBUG");
+    let out = output_within(command, limit)?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = text.lines().last().unwrap_or("").split('\t').collect();
+    match fields.as_slice() {
+        ["plugin", path, versions] => {
+            Ok((path.to_string(), versions.split(' ').filter(|v| !v.is_empty()).map(String::from).collect()))
+        }
+        ["notfound"] => Err(CliError::PluginNotFound),
+        ["error", reason] => Err(CliError::PluginLoad { reason: reason.to_string() }),
+        _ => Err(CliError::ProbeDied {
+            status: out.status,
+            stderr: one_line(String::from_utf8_lossy(&out.stderr).trim()),
+        }),
+    }
+}
+
+/// `probe --net-plugin NAME`: opens the net plugin the way NCCL does (`RTLD_NOW |
+/// RTLD_LOCAL`) and prints `plugin<TAB>file<TAB>versions`, `notfound` or `error<TAB>reason`.
+/// A path that names no regular file is refused before the loader opens it (the loader
+/// would wait for ever on a FIFO); the probe's time limit covers the rest.
+pub fn probe_plugin(name: &str) -> Result<bool, CliError> {
+    if name.contains('/') {
+        match std::fs::metadata(name) {
+            Err(_) => {
+                println!("notfound");
+                return Ok(false);
+            }
+            Ok(m) if !m.is_file() => {
+                println!("error\tnot a regular file");
+                return Ok(false);
+            }
+            Ok(_) => {}
+        }
+    }
+    match open_plugin(name) {
+        Ok((path, versions)) => {
+            println!("plugin\t{path}\t{}", versions.join(" "));
+            Ok(true)
+        }
+        Err(CliError::PluginNotFound) => {
+            println!("notfound");
+            Ok(false)
+        }
+        Err(e) => {
+            println!("error\t{}", one_line(&e.to_string()));
+            Ok(false)
+        }
+    }
+}
+
 /// Opens a net plugin the way NCCL does (`RTLD_NOW | RTLD_LOCAL`), and reports its file and
 /// the plugin interface versions it exports.
 fn open_plugin(name: &str) -> Result<(String, Vec<String>), CliError> {
     let before = mapped_files();
-    // SAFETY: a net plugin's initialisers are what NCCL itself would run on load.
+    // SAFETY: a net plugin's initialisers are what NCCL itself would run on load; this runs in
+    // a probe process of its own.
     let lib = unsafe { libloading::Library::new(name) }.map_err(|source| {
         if source.to_string().contains("No such file") {
             CliError::PluginNotFound
         } else {
-            CliError::PluginLoad { source }
+            CliError::PluginLoad { reason: source.to_string() }
         }
     })?;
     let path = mapped_files().difference(&before).find(|p| p.contains("nccl-net")).cloned().unwrap_or(name.to_string());

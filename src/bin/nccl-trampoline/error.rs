@@ -180,14 +180,21 @@ pub enum Error {
         /// What it wrote to stderr, on one line.
         stderr: String,
     },
+    /// `doctor`: a probe process did not finish in time and was killed (a library whose
+    /// loading blocks, a helper that hangs).
+    #[error("no answer within {} s: the probe was stopped (raise `doctor --probe-timeout` for a slow file system)", limit.as_secs_f64())]
+    ProbeTimedOut {
+        /// The limit it ran under.
+        limit: std::time::Duration,
+    },
     /// `doctor`: no net plugin of that name on the loader's path.
     #[error("not found")]
     PluginNotFound,
     /// `doctor`: a net plugin exists but does not load.
-    #[error("{source}")]
+    #[error("{reason}")]
     PluginLoad {
-        /// The loader's error.
-        source: libloading::Error,
+        /// The loader's error, on one line.
+        reason: String,
     },
 }
 

@@ -43,6 +43,9 @@ enum Command {
     Probe {
         /// The library path or soname.
         library: PathBuf,
+        /// Open it as a net plugin instead (its file and interface versions).
+        #[arg(long)]
+        net_plugin: bool,
     },
 }
 
@@ -53,7 +56,8 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Selftest(args) => selftest::run(&args),
         Command::Perf(args) => perf::run(&args),
-        Command::Probe { library } => doctor::probe(&library),
+        Command::Probe { library, net_plugin: false } => doctor::probe(&library),
+        Command::Probe { library, net_plugin: true } => doctor::probe_plugin(&library.to_string_lossy()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
