@@ -143,6 +143,7 @@ fn gpu_creations_given_up_are_aborted_and_leave_no_nccl_thread() {
     let baseline = threads();
     let aborts = debug.aborts();
     let started = Instant::now();
+    let completes = debug.count("Abort COMPLETE");
     let r = Communicator::init_rank_with(
         &nccl,
         1,
@@ -151,7 +152,14 @@ fn gpu_creations_given_up_are_aborted_and_leave_no_nccl_thread() {
         &CommOptions::new().timeouts(timeouts(Duration::from_millis(1))),
     );
     let took = started.elapsed();
-    let aborted = debug.abort_after(aborts, Duration::from_secs(30));
+    // NCCL frees a communicator whose init completed: wait for its own last word on it.
+    let aborted = debug.abort_after(aborts, Duration::from_secs(30)) && {
+        let started = Instant::now();
+        while debug.count("Abort COMPLETE") == completes && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        debug.count("Abort COMPLETE") > completes
+    };
     let settled = settles(&baseline, Duration::from_secs(10));
     let inits = debug.count("Init COMPLETE");
     println!(
@@ -168,5 +176,46 @@ fn gpu_creations_given_up_are_aborted_and_leave_no_nccl_thread() {
         debug.aborts(),
         debug.count("Abort COMPLETE")
     );
+
+    // 4. A program that ends right after a creation timed out, while the call's thread still
+    // aborts what NCCL made: it exits 0 (the exit waits for that abort: nccl::bounded).
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "gpu_a_program_that_ends_right_after_a_creation_timed_out", "--nocapture"])
+        .env(EXIT_CHILD, "1")
+        .output()
+        .expect("run the child");
+    let out = String::from_utf8_lossy(&child.stdout);
+    println!(
+        "a program ending right after a creation timed out: {} ({})",
+        child.status,
+        out.lines().find(|l| l.starts_with("child:")).unwrap_or("no line")
+    );
+    if !child.status.success() {
+        failures.push("a program ending right after a creation timed out");
+    }
     assert!(failures.is_empty(), "failed: {failures:?}");
+}
+
+/// Set in the child process of case 4.
+const EXIT_CHILD: &str = "NCCL_TRAMPOLINE_TEST_EXIT_CHILD";
+
+/// Case 4's child (does nothing unless started by it): a blocking init that NCCL finishes
+/// after its 1 ms deadline, then the end of the program at once.
+#[test]
+#[ignore = "needs a GPU: run by gpu_creations_given_up_are_aborted_and_leave_no_nccl_thread"]
+fn gpu_a_program_that_ends_right_after_a_creation_timed_out() {
+    if std::env::var_os(EXIT_CHILD).is_none() {
+        return;
+    }
+    std::env::set_var("NCCL_NVLS_ENABLE", "0");
+    let nccl = Nccl::load().unwrap_or_else(|e| panic!("{e}"));
+    Cuda::load().unwrap().activate(0).unwrap();
+    let r = Communicator::init_rank_with(
+        &nccl,
+        1,
+        &nccl.unique_id().unwrap(),
+        0,
+        &CommOptions::new().timeouts(timeouts(Duration::from_millis(1))),
+    );
+    println!("child: {:?}, ending now", r.map(|_| ()).map_err(|e| e.to_string()));
 }

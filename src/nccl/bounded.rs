@@ -20,6 +20,15 @@
 //! the call that joins it), until its owner [releases](BoundedCall::release) it; a thread whose
 //! job NCCL may still be running is told to stay for good ([`Exit::Never`]) rather than free
 //! storage NCCL writes.
+//!
+//! **Cleanups finish before the process does.** An abandoned call until its cleanup is done,
+//! and the work these threads do after a call — a creation's stop, an abort on a thread of its
+//! own — are counted while they run ([`Busy`]), and the process's exit waits for them, at most
+//! [`EXIT_WAIT`] (so a program whose call never returns, a blocking init waiting for a dead
+//! peer, takes that long to exit): a program that returns from `main` right after a creation timed out would
+//! otherwise tear the CUDA driver down under NCCL's abort (seen on an H200 with NCCL 2.28.9:
+//! "Cuda failure 'driver shutting down'", then a segmentation fault at exit). The wait is an
+//! `atexit` handler registered on first use, after the CUDA driver's own, so it runs first.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -57,6 +66,8 @@ struct Inner<T> {
     exit: Option<Exit>,
     /// The thread has ended (or never started): work handed to it would never run.
     gone: bool,
+    /// Held from the abandon until the cleanup is done.
+    abandoned: Option<Busy>,
 }
 
 struct Handoff<T> {
@@ -72,6 +83,51 @@ impl<T> Handoff<T> {
 
 /// How often a waiting caller checks `cancel`.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// How long the process's exit waits for cleanups in progress.
+pub(crate) const EXIT_WAIT: Duration = Duration::from_secs(10);
+
+/// Cleanups running on the facade's own threads, which the process's exit waits for.
+static CLEANUPS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// A cleanup in progress (see the module's documentation): counted while it lives.
+pub(crate) struct Busy(());
+
+impl Busy {
+    pub(crate) fn start() -> Busy {
+        static AT_EXIT: std::sync::Once = std::sync::Once::new();
+        AT_EXIT.call_once(|| {
+            #[cfg(unix)]
+            // SAFETY: `wait_for_cleanups` is an `extern "C" fn()` that never unwinds.
+            unsafe {
+                libc::atexit(wait_for_cleanups);
+            }
+        });
+        *CLEANUPS.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        Busy(())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut n = CLEANUPS.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *n -= 1;
+        if *n == 0 {
+            CLEANUPS.1.notify_all();
+        }
+    }
+}
+
+/// At exit: waits until no cleanup runs, at most [`EXIT_WAIT`].
+#[cfg(unix)]
+extern "C" fn wait_for_cleanups() {
+    let deadline = Deadline::after(Some(EXIT_WAIT));
+    let mut n = CLEANUPS.0.lock().unwrap_or_else(PoisonError::into_inner);
+    while *n > 0 {
+        let Some(left) = deadline.left().filter(|l| !l.is_zero()) else { return };
+        n = CLEANUPS.1.wait_timeout(n, left).unwrap_or_else(PoisonError::into_inner).0;
+    }
+}
 
 /// A call running on its own thread; see [`spawn_bounded`]. Dropping it releases the thread
 /// ([`Exit::AfterWork`]) unless it was released already.
@@ -108,7 +164,13 @@ pub(crate) fn spawn_bounded<T: Send + 'static>(
     cleanup: impl FnOnce(T) -> Exit + Send + 'static,
 ) -> std::io::Result<BoundedCall<T>> {
     let handoff = Arc::new(Handoff {
-        inner: Mutex::new(Inner { outcome: Outcome::Running, work: VecDeque::new(), exit: None, gone: false }),
+        inner: Mutex::new(Inner {
+            outcome: Outcome::Running,
+            work: VecDeque::new(),
+            exit: None,
+            gone: false,
+            abandoned: None,
+        }),
         ready: Condvar::new(),
     });
     let theirs = Arc::clone(&handoff);
@@ -125,7 +187,9 @@ pub(crate) fn spawn_bounded<T: Send + 'static>(
             inner.outcome = Outcome::Returning;
             while let Some(work) = inner.work.pop_front() {
                 drop(inner);
+                let busy = Busy::start();
                 work();
+                drop(busy);
                 inner = theirs.lock();
             }
         }
@@ -133,6 +197,7 @@ pub(crate) fn spawn_bounded<T: Send + 'static>(
             drop(inner);
             let exit = cleanup(value);
             inner = theirs.lock();
+            inner.abandoned = None;
             inner.exit = Some(inner.exit.map_or(exit, |e| if exit == Exit::Never { exit } else { e }));
         } else {
             inner.outcome = Outcome::Done(value);
@@ -148,7 +213,9 @@ fn serve<'h, T>(handoff: &'h Handoff<T>, mut inner: MutexGuard<'h, Inner<T>>) {
     loop {
         if let Some(work) = inner.work.pop_front() {
             drop(inner);
+            let busy = Busy::start();
             work();
+            drop(busy);
             inner = handoff.lock();
             continue;
         }
@@ -179,6 +246,7 @@ impl<T: Send + 'static> BoundedCall<T> {
             }
             if matches!(inner.outcome, Outcome::Running) && (deadline.passed() || cancel()) {
                 inner.outcome = Outcome::Abandoned;
+                inner.abandoned = Some(Busy::start());
                 abandon();
                 return None;
             }

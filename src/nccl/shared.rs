@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
 use crate::cuda::{Backoff, Context};
 use crate::engine::typed::CArgs;
-use crate::nccl::bounded::{spawn_bounded, CallThread, Exit};
+use crate::nccl::bounded::{spawn_bounded, Busy, CallThread, Exit};
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::functions::Sym;
@@ -366,7 +366,11 @@ impl Shared {
         }
         let me = Arc::clone(self);
         let context = self.nccl.cuda_if_any().cloned().zip(self.context);
-        match spawn_bounded(context, move || me.abort_here(deadline), |_| Exit::AfterWork) {
+        let abort = move || {
+            let _busy = Busy::start();
+            me.abort_here(deadline)
+        };
+        match spawn_bounded(context, abort, |_| Exit::AfterWork) {
             Ok(call) => {
                 let operation = "ncclCommAbort";
                 // `ncclCommAbort` itself did not return: the communicator is left to that
