@@ -25,7 +25,9 @@
 #   7. the MSRV of the library and of each feature, with exactly that toolchain (MSRV_CHECKS),
 #      and what `cargo package` ships.
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
-# signatures (default seed 0x5eed2026, 10000 signatures); SKIP_INSTALL=1 skips step 0.
+# signatures (default seed 0x5eed2026, 10000 signatures); FUZZ_SECONDS the time of each cargo-fuzz
+# target (default 10); SKIP_INSTALL=1 skips step 0; QUICK=1 runs only the quick tier (native
+# tests and clippy, a few minutes) and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -123,6 +125,17 @@ install() {
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 # NCCL's bootstrap (ncclGetUniqueId) listens on loopback only.
 export NCCL_SOCKET_IFNAME=lo
+
+if [ "${QUICK:-0}" = 1 ]; then
+    # The inner loop's tier: what a change most often breaks, natively, in a few minutes (no
+    # qemu, no second oracle, no real NCCL, sanitizers, fuzzing or MSRV: the full run has them).
+    step "quick tier (QUICK=1): native unit, integration and doc tests with the command, clippy"
+    quick_start=$SECONDS
+    cargo test --features cli --quiet
+    cargo clippy --all-targets --quiet --features cli -- -D warnings
+    step "quick tier passed in $((SECONDS - quick_start)) s (the full suite: scripts/test.sh without QUICK)"
+    exit 0
+fi
 
 step "real NCCL builds (scripts/fetch-nccl.sh)"
 mapfile -t nccl_libs < <(scripts/fetch-nccl.sh)
