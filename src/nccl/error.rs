@@ -179,8 +179,9 @@ pub enum Error {
         /// The NCCL function refused.
         operation: &'static str,
     },
-    /// An `ncclConfig_t` field name the facade does not know.
-    #[error("unknown ncclConfig_t field {name:?}")]
+    /// A name given as an `ncclConfig_t` integer field that is not one (unknown, or a
+    /// pointer field such as `netName`, which has its own setter).
+    #[error("ncclConfig_t has no integer field {name:?}")]
     UnknownConfigField {
         /// The name given.
         name: String,
