@@ -11,12 +11,9 @@ use std::process::Command;
 use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
 
+use crate::args::DoctorArgs as Args;
 use crate::cuda;
 use crate::error::Error as CliError;
-
-/// `doctor` takes no options.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
 
 /// The facts `probe` reports about one candidate.
 #[derive(Debug, PartialEq)]
