@@ -215,6 +215,12 @@ fn require_all(launcher: Launcher, r: &Reader<'_>, vars: &[&'static str]) -> Res
     Ok(())
 }
 
+/// `VAR=value` for an error message, the value's control characters escaped (`\n`, `\u{0}`):
+/// a message stays on one line whatever a variable holds.
+fn shown(var: &str, value: &str) -> String {
+    format!("{var}={}", value.escape_debug())
+}
+
 fn host_of(addr: &str) -> String {
     let a = addr.trim();
     a.strip_prefix('[').and_then(|a| a.strip_suffix(']')).unwrap_or(a).to_string()
@@ -284,7 +290,7 @@ impl World {
             if let Some(p) = p {
                 if port.is_some_and(|q| q != p) {
                     return Err(Error::LauncherContradiction {
-                        variables: vec![format!("{}={root}", vars::ROOT), format!("{}={}", vars::PORT, port.unwrap())],
+                        variables: vec![shown(vars::ROOT, &root), format!("{}={}", vars::PORT, port.unwrap())],
                         detail: "two different rendezvous ports".into(),
                     });
                 }
@@ -477,7 +483,7 @@ fn slurm_consistency(
     per_node: &'static str,
     nodes: &'static str,
 ) -> Result<(), Error> {
-    let shown = |var: &str| format!("{var}={}", r.raw(var).unwrap_or_default());
+    let shown = |var: &str| shown(var, &r.raw(var).unwrap_or_default());
     let contradiction = |vars: &[&str], detail: String| Error::LauncherContradiction {
         variables: vars.iter().map(|v| shown(v)).collect(),
         detail,
@@ -639,7 +645,7 @@ fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
                 let n = hostlist::tasks_on_node(&list, u64::from(node.value))
                     .map_err(list_error(per_node, list.clone()))?
                     .ok_or_else(|| Error::LauncherContradiction {
-                        variables: vec![node.shown(), format!("{per_node}={list}")],
+                        variables: vec![node.shown(), shown(per_node, &list)],
                         detail: "the node id is past the nodes of the task count list".into(),
                     })?;
                 let value = u32::try_from(n).map_err(|_| Error::LauncherVariable {
@@ -647,7 +653,7 @@ fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
                     value: list.clone(),
                     expected: "task counts that fit 32 bits",
                 })?;
-                let derived = Some(format!("{per_node}={list} ({n} on node {})", node.value));
+                let derived = Some(format!("{} ({n} on node {})", shown(per_node, &list), node.value));
                 Some(Field { value, var: per_node, derived })
             }
             _ => None,
@@ -910,6 +916,12 @@ mod tests {
         // Consistent values, the step's counts given too, pass.
         let w = world(&slurm(&[("SLURM_STEP_NUM_NODES", "4"), ("SLURM_NNODES", "4"), ("SLURM_NTASKS", "7")])).unwrap();
         assert_eq!(place(&w), (5, 7, 1, 2, Launcher::Slurm));
+        // A value with control characters is shown escaped, on one line.
+        let e = world(&slurm(&[("SLURM_STEP_NODELIST", "a\r\n\u{4}b")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r"launcher variables contradict each other: the node id is not below the 1 nodes of the node list (SLURM_NODEID=2, SLURM_STEP_NODELIST=a\r\n\u{4}b)"
+        );
         // A node list of 2^64 hosts is counted, not expanded.
         let e = world(&slurm(&[("SLURM_STEP_NODELIST", "n[0-18446744073709551615]")])).unwrap_err();
         assert!(e.to_string().contains("the task counts cover 4 nodes, the node list has 18446744073709551615"), "{e}");
