@@ -192,6 +192,18 @@ impl Reader<'_> {
         Ok(Some(Field::new(value, var)))
     }
 
+    /// A launcher's root address (`MASTER_ADDR`): a host name or address, `[v6]` allowed; one
+    /// that names no host (blank, `[]`) is an error, not a root host of "".
+    fn host(&self, var: &'static str) -> Result<Option<String>, Error> {
+        let Some(v) = self.raw(var) else { return Ok(None) };
+        match host_of(&v) {
+            h if h.is_empty() => {
+                Err(Error::LauncherVariable { variable: var.into(), value: v, expected: "a host name or address" })
+            }
+            h => Ok(Some(h)),
+        }
+    }
+
     fn port(&self, var: &'static str) -> Result<Option<u16>, Error> {
         let Some(v) = self.raw(var) else { return Ok(None) };
         match v.trim().parse::<u16>() {
@@ -583,7 +595,7 @@ fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
                 size: r.number("WORLD_SIZE")?,
                 local_rank: r.number("LOCAL_RANK")?,
                 local_size: r.number("LOCAL_WORLD_SIZE")?,
-                root_host: r.raw("MASTER_ADDR").map(|a| host_of(&a)),
+                root_host: r.host("MASTER_ADDR")?,
                 reserved_port: r.port("MASTER_PORT")?,
                 job,
                 names: ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"],
@@ -702,7 +714,7 @@ fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
                 size: r.number("PET_NNODES")?,
                 local_rank: Some(Field::new(0, "PET_NPROC_PER_NODE")),
                 local_size: Some(Field::new(1, "PET_NPROC_PER_NODE")),
-                root_host: r.raw("PET_MASTER_ADDR").map(|a| host_of(&a)),
+                root_host: r.host("PET_MASTER_ADDR")?,
                 reserved_port: r.port("PET_MASTER_PORT")?,
                 job: master,
                 names: ["PET_NODE_RANK", "PET_NNODES", "", ""],
@@ -1081,6 +1093,9 @@ mod tests {
             (vars::PORT, "0"),
             (vars::ROOT, "host:port"),
             (vars::ROOT, "[::1"),
+            // A root address that names no host (a root host of "" before).
+            ("MASTER_ADDR", " "),
+            ("MASTER_ADDR", "[]"),
         ] {
             let mut v = vec![("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("LOCAL_WORLD_SIZE", "1")];
             if var.starts_with("OMPI") {
