@@ -27,7 +27,7 @@ use crate::nccl::watchdog::OpInfo;
 
 /// Every field after the header (`size`@0, `magic`@8, `version`@12), with its offset on 64-bit
 /// Linux and the version that added it.
-const FIELDS: &[FieldInfo] = &[
+pub(crate) const FIELDS: &[FieldInfo] = &[
     f("ext", 16, Kind::Ptr, (2, 31, 2)),
     f("minCTAs", 24, Kind::Int, (2, 31, 2)),
     f("maxCTAs", 28, Kind::Int, (2, 31, 2)),

@@ -18,7 +18,7 @@ use crate::nccl::versioned::{ctas_paired, field as f, set_int, FieldInfo, Image,
 pub const MAGIC: u32 = 0xcafe_beef;
 
 /// Every field after the header, with its offset on 64-bit Linux and the version adding it.
-const FIELDS: &[FieldInfo] = &[
+pub(crate) const FIELDS: &[FieldInfo] = &[
     f("blocking", 16, Kind::Int, (2, 14, 0)),
     f("cgaClusterSize", 20, Kind::Int, (2, 17, 0)),
     f("minCTAs", 24, Kind::Int, (2, 17, 0)),

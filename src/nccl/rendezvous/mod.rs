@@ -48,6 +48,8 @@ use crate::nccl::types::UNIQUE_ID_BYTES;
 mod error;
 #[cfg(unix)]
 mod file;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod harness;
 mod tcp;
 
 pub use error::Error;

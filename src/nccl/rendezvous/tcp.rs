@@ -208,6 +208,12 @@ pub(super) fn missing_ranks(ranks: &Range<u32>, served: &BTreeSet<u32>) -> Vec<R
 }
 
 impl<S: Read + Write> Conn<S> {
+    /// The stream, once the connection is done with.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn into_stream(self) -> S {
+        self.stream
+    }
+
     pub(super) fn new(stream: S, until: Instant) -> Self {
         Conn {
             stream,
