@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::nccl::types::{UniqueId, UNIQUE_ID_BYTES};
 
-use super::tcp::{attempt, Attempt, Conn, RankWire, ServeReport, Step};
+use super::tcp::{attempt, bump, Attempt, Conn, RankWire, ServeReport, Step};
 use super::*;
 
 /// The key every script is played with.
@@ -241,7 +241,7 @@ pub fn drive_root(steps: &[RankStep], ranks: Range<u32>, write_chunk: usize) -> 
             Step::Close => {
                 out.closed = true;
                 if conn.served {
-                    out.report.served += 1;
+                    bump(&mut out.report.served);
                 }
                 break;
             }
@@ -458,6 +458,25 @@ mod tests {
         let o = drive_rank(&[RootStep::Challenge, RootStep::Id { valid: false }], 5);
         assert!(matches!(o.result, RankResult::Fail(Error::Auth { who: "the root" })), "{o:?}");
         assert_eq!(o.written.len(), HELLO + TAG, "no acknowledgement");
+    }
+
+    #[test]
+    fn the_counters_saturate_instead_of_overflowing() {
+        // A root waiting for ever can count more than u32::MAX dropped connections (an
+        // overflow: a panic in a debug build, a count back at 0 in release).
+        let rank = ScriptedRank {
+            steps: [RankStep::Bytes(b"not the protocol at all, and long enough".repeat(2))].into(),
+            pending: VecDeque::new(),
+            read: Vec::new(),
+            written: Vec::new(),
+            write_chunk: 0,
+            valid_proof_read: false,
+            valid_ack_read: false,
+        };
+        let mut conn = Conn::new(rank, Instant::now() + Duration::from_secs(60));
+        let mut report = ServeReport { dropped: u32::MAX, ..Default::default() };
+        assert!(matches!(conn.advance(&key(), &served_id(), &(0..1), &mut report), Step::Close));
+        assert_eq!(report.dropped, u32::MAX);
     }
 
     #[cfg(unix)]

@@ -129,7 +129,7 @@ impl TcpRoot {
                     Ok((stream, _)) => {
                         progress = true;
                         if stream.set_nonblocking(true).is_err() {
-                            report.dropped += 1;
+                            bump(&mut report.dropped);
                             continue;
                         }
                         let _ = stream.set_nodelay(true);
@@ -137,7 +137,7 @@ impl TcpRoot {
                             // Make room: the oldest connection that has not proven the key.
                             let victim = conns.iter().position(|c| !c.authenticated).unwrap_or(0);
                             let _ = conns.swap_remove(victim).stream.shutdown(Shutdown::Both);
-                            report.dropped += 1;
+                            bump(&mut report.dropped);
                         }
                         conns.push(Conn::new(stream, deadline.capped(self.handshake_limit)));
                     }
@@ -145,7 +145,7 @@ impl TcpRoot {
                     // A connection that failed between SYN and accept (ECONNABORTED), or
                     // descriptors running out: that client may retry; the others go on.
                     Err(_) => {
-                        report.dropped += 1;
+                        bump(&mut report.dropped);
                         break;
                     }
                 }
@@ -154,7 +154,7 @@ impl TcpRoot {
             let mut i = 0;
             while i < conns.len() {
                 let step = if now >= conns[i].until {
-                    report.dropped += 1;
+                    bump(&mut report.dropped);
                     Step::Close
                 } else {
                     conns[i].advance(&self.key, id, &ranks, &mut report)
@@ -170,7 +170,7 @@ impl TcpRoot {
                         let c = conns.swap_remove(i);
                         if c.served {
                             served.insert(c.rank);
-                            report.served += 1;
+                            bump(&mut report.served);
                         }
                         let _ = c.stream.shutdown(Shutdown::Both);
                     }
@@ -188,6 +188,12 @@ impl TcpRoot {
         report.served = served.len() as u32;
         Ok(report)
     }
+}
+
+/// Counts one more connection in a [`ServeReport`] counter. Saturating: a root that waits for
+/// ever can see more than `u32::MAX` connections come and go (a hostile client reconnecting).
+pub(super) fn bump(counter: &mut u32) {
+    *counter = counter.saturating_add(1);
 }
 
 /// The ranks of `ranks` not in `served`, as ranges in order: at most one more range than
@@ -290,7 +296,7 @@ impl<S: Read + Write> Conn<S> {
             Ok(false) if (self.stage, self.done) != before => Step::Progress,
             Ok(false) => Step::Idle,
             Err(()) => {
-                report.dropped += 1;
+                bump(&mut report.dropped);
                 Step::Close
             }
         }
@@ -316,7 +322,7 @@ impl<S: Read + Write> Conn<S> {
                     self.client_nonce.copy_from_slice(&self.input[8..8 + NONCE]);
                     self.rank = u32::from_be_bytes(self.input[8 + NONCE..HELLO].try_into().expect("4 bytes"));
                     if !ranks.contains(&self.rank) {
-                        report.wrong_rank += 1;
+                        bump(&mut report.wrong_rank);
                         self.send(Stage::WriteRefusal, &[WRONG_RANK]);
                         continue;
                     }
@@ -339,7 +345,7 @@ impl<S: Read + Write> Conn<S> {
                     let rank = self.rank.to_be_bytes();
                     let proof = self.input;
                     if !key.verify(b"client", &[&self.client_nonce, &self.root_nonce, &rank], &proof[..TAG]) {
-                        report.refused += 1;
+                        bump(&mut report.refused);
                         self.send(Stage::WriteRefusal, &[DENIED]);
                         continue;
                     }
