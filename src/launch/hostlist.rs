@@ -134,19 +134,27 @@ struct Cursor {
     offset: u64,
 }
 
-/// Every host of `list`, in Slurm's order, at most [`MAX_HOSTS`].
+/// Every item of `list` split into its parts, and how many names they stand for (saturating):
+/// the whole list checked before any name is made.
+fn parsed(list: &str) -> Result<(Vec<Vec<Part<'_>>>, u64), ParseError> {
+    let items = items(list)?.into_iter().map(parts).collect::<Result<Vec<_>, _>>()?;
+    let total = items.iter().fold(0u64, |n, p| n.saturating_add(names_in(p)));
+    Ok((items, total))
+}
+
+/// Every host of `list`, in Slurm's order, at most [`MAX_HOSTS`]. A list that does not parse
+/// anywhere is refused for that before one that names too many hosts.
 pub fn expand(list: &str) -> Result<Vec<String>, ParseError> {
-    let mut hosts = Vec::new();
-    for item in items(list)? {
-        let parts = parts(item)?;
-        let total = names_in(&parts);
-        if total > (MAX_HOSTS - hosts.len()) as u64 {
-            return Err(ParseError("the host list names too many hosts"));
-        }
+    let (items, total) = parsed(list)?;
+    if total > MAX_HOSTS as u64 {
+        return Err(ParseError("the host list names too many hosts"));
+    }
+    let mut hosts = Vec::with_capacity(total as usize);
+    for parts in &items {
         // An odometer over the brackets, the last varying fastest (as in Slurm): one step per
         // name, however many elements a bracket has.
         let mut at = vec![Cursor::default(); parts.len()];
-        for _ in 0..total {
+        for _ in 0..names_in(parts) {
             let mut name = String::new();
             for (p, c) in parts.iter().zip(&at) {
                 match p {
@@ -179,11 +187,7 @@ pub fn expand(list: &str) -> Result<Vec<String>, ParseError> {
 /// How many hosts `list` names, without expanding it (saturating at `u64::MAX`), with the
 /// same checks as [`expand`] on every name.
 pub fn len(list: &str) -> Result<u64, ParseError> {
-    let mut n = 0u64;
-    for item in items(list)? {
-        n = n.saturating_add(names_in(&parts(item)?));
-    }
-    Ok(n)
+    parsed(list).map(|(_, total)| total)
 }
 
 /// The first host of `list`, without expanding the rest.
@@ -300,6 +304,18 @@ mod tests {
             assert_eq!(len(list), Err(ParseError("a host name longer than 255 bytes")));
         }
         assert_eq!(expand(&"x".repeat(255)).unwrap(), ["x".repeat(255)]);
+    }
+
+    #[test]
+    fn a_malformed_list_is_refused_as_malformed_whatever_its_size() {
+        // Too many names in the first item, a malformed second one: the list does not parse
+        // ("too many hosts" before, while len said "not a number"; found by the
+        // slurm_hostlist fuzz target).
+        let list = "X[98-76009],n[0\u{0}1]";
+        assert_eq!(expand(list), Err(ParseError("a range bound is not a number")));
+        assert_eq!(len(list), Err(ParseError("a range bound is not a number")));
+        assert_eq!(expand("a[0-65535],b"), Err(ParseError("the host list names too many hosts")));
+        assert_eq!(expand("a[1-65535],b").unwrap().len(), 65536);
     }
 
     #[test]
