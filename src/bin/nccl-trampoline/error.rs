@@ -244,7 +244,7 @@ pub enum Usage {
     #[error("`{0}` is not a size (a number, optionally with K, M, G or T)")]
     NotASize(String),
     /// A size past 2^64 bytes.
-    #[error("`{0}` is too large")]
+    #[error("`{0}` is too large (past 2^64 bytes)")]
     SizeOverflow(String),
     /// `--watchdog`: not a number, or not above zero.
     #[error("`{0}` is not a positive number of seconds")]

@@ -108,7 +108,12 @@ pub fn parse_size(s: &str) -> Result<u64, Usage> {
         Some('T' | 't') => (&s[..s.len() - 1], 40),
         _ => (s, 0),
     };
-    let Ok(n) = digits.parse::<u64>() else { return Err(Usage::NotASize(s.to_owned())) };
+    let number = digits.strip_prefix('+').unwrap_or(digits);
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Usage::NotASize(s.to_owned()));
+    }
+    // Only digits: a number that does not parse is past 2^64.
+    let n = number.parse::<u64>().map_err(|_| Usage::SizeOverflow(s.to_owned()))?;
     n.checked_mul(1u64 << shift).ok_or(Usage::SizeOverflow(s.to_owned()))
 }
 
@@ -123,6 +128,13 @@ mod tests {
         assert_eq!(parse_size("1G"), Ok(1 << 30));
         assert!(parse_size("1.5M").is_err());
         assert!(parse_size("99999999999G").is_err());
+        // A number past 2^64 is too large, not "not a size" (said so before).
+        assert_eq!(parse_size("18446744073709551616"), Err(Usage::SizeOverflow("18446744073709551616".into())));
+        assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(parse_size("+8"), Ok(8));
+        for s in ["", "K", "+", "-1", "8 K", "0x10", "++8"] {
+            assert_eq!(parse_size(s), Err(Usage::NotASize(s.trim().into())), "{s:?}");
+        }
     }
 
     #[test]
