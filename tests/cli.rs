@@ -236,6 +236,12 @@ fn perf_rejects_bad_arguments_with_usage_status_2() {
         (vec!["perf", "all_reduce", "-G", "1", "--library", l], "CUDA graphs"),
         (vec!["perf", "broadcast", "-g", "2", "-r", "2", "--library", l], "-r 2: there are only 2 ranks"),
         (vec!["perf", "all_reduce", "--procs", "2", "-g", "2", "--library", l], "-g must be 1"),
+        // Each of these panicked before.
+        (vec!["perf", "all_reduce", "--watchdog", "1e300"], "`1e300` seconds is not a duration"),
+        (
+            vec!["perf", "all_reduce", "-b", "18446744073709551615", "-e", "18446744073709551615", "--library", l],
+            "is larger than 281474976710656 bytes",
+        ),
     ] {
         let o = run(&args, &[]);
         let (out, err) = text(&o);

@@ -416,3 +416,73 @@ fn safe_collectives_in_a_group_hold_their_buffers_until_the_group_launched_them(
     assert_eq!(err, Error::InvalidArgument { what: "test" });
     assert_eq!(log.bytes(), Expect::default().name("ncclGroupStart").name("ncclGroupEnd").0);
 }
+
+/// A buffer that claims `len` elements it does not have: for checks that must refuse a length
+/// before anything is handed to NCCL.
+struct Claimed(usize);
+
+// SAFETY: the pointer is never handed to NCCL (every use refuses the length first) and the
+// stand-in never dereferences one.
+unsafe impl nccl_trampoline::nccl::DeviceBuffer<f32> for Claimed {
+    type Guard<'a> = ();
+    fn device_ptr<'a>(&'a self, _: &'a dyn nccl_trampoline::nccl::Stream) -> Result<(*const c_void, ()), Error> {
+        Ok((core::ptr::NonNull::<f32>::dangling().as_ptr().cast(), ()))
+    }
+    fn len(&self) -> usize {
+        self.0
+    }
+}
+// SAFETY: as above.
+unsafe impl nccl_trampoline::nccl::DeviceBufferMut<f32> for Claimed {
+    fn device_ptr_mut<'a>(&'a mut self, _: &'a dyn nccl_trampoline::nccl::Stream) -> Result<(*mut c_void, ()), Error> {
+        Ok((core::ptr::NonNull::<f32>::dangling().as_ptr().cast(), ()))
+    }
+}
+
+#[test]
+fn a_rank_count_below_one_and_lengths_past_usize_are_refused_before_nccl() {
+    let _g = serial();
+    let (nccl, log) = load(23203);
+    let stream = FakeStream::new(0x5157);
+    // A library whose communicator reports 0 ranks: the stand-in shrinks by ranks it does not
+    // check are in the communicator, so excluding rank 5 of 1 leaves a count of 0.
+    let comm = Communicator::init_rank(&nccl, 1, &id(), 0).unwrap();
+    let empty = comm.shrink(&[5], None, ShrinkMode::Default).unwrap();
+    assert_eq!(empty.count().unwrap(), 0);
+    let impossible = Error::ImpossibleOutput { function: "ncclCommCount", what: "a count below 1" };
+    let (send, mut recv) = (HostBuf::new(vec![1.0; 8]), HostBuf::new(vec![0.0; 8]));
+    log.reset();
+    assert_eq!(empty.all_to_all(&send, &mut recv, &stream).unwrap_err(), impossible);
+    assert_eq!(empty.all_gather(&send, &mut recv, &stream).unwrap_err(), impossible);
+    assert_eq!(empty.reduce_scatter(&send, &mut recv, RedOp::SUM, &stream).unwrap_err(), impossible);
+    assert!(log.bytes().is_empty(), "nothing reached NCCL");
+    drop(empty);
+
+    // count * nranks past usize: refused, not saturated into a length a huge buffer passes.
+    let comm = Communicator::init_rank(&nccl, 2, &id(), 1).unwrap();
+    let half = usize::MAX / 2 + 1;
+    log.reset();
+    assert_eq!(
+        comm.all_gather(&Claimed(half), &mut Claimed(usize::MAX), &stream).unwrap_err(),
+        Error::LengthOverflow { what: "all_gather recv", count: half, nranks: 2 }
+    );
+    assert_eq!(
+        comm.reduce_scatter(&Claimed(usize::MAX), &mut Claimed(half), RedOp::SUM, &stream).unwrap_err(),
+        Error::LengthOverflow { what: "reduce_scatter send", count: half, nranks: 2 }
+    );
+    let config = nccl_trampoline::nccl::CollConfig::new();
+    assert_eq!(
+        comm.all_gather_config(&Claimed(half), &mut Claimed(usize::MAX), &config, &stream).unwrap_err(),
+        Error::LengthOverflow { what: "all_gather recv", count: half, nranks: 2 }
+    );
+    assert_eq!(
+        comm.reduce_scatter_config(&Claimed(usize::MAX), &mut Claimed(half), RedOp::SUM, &config, &stream).unwrap_err(),
+        Error::LengthOverflow { what: "reduce_scatter send", count: half, nranks: 2 }
+    );
+    // An all-to-all length whose next multiple of nranks is past usize.
+    assert!(matches!(
+        comm.all_to_all(&Claimed(usize::MAX), &mut Claimed(usize::MAX), &stream).unwrap_err(),
+        Error::LengthOverflow { nranks: 2, .. }
+    ));
+    assert!(log.bytes().is_empty(), "nothing reached NCCL");
+}

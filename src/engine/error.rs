@@ -54,6 +54,34 @@ pub enum Error {
         /// Its required alignment.
         align: usize,
     },
+    /// A field whose declared alignment is below its type's (a packed member; not supported).
+    #[error("field {index} declares alignment {align}, below its type's {type_align}")]
+    FieldAlignBelowType {
+        /// Index of the field.
+        index: usize,
+        /// The alignment it declares.
+        align: usize,
+        /// Its type's alignment.
+        type_align: usize,
+    },
+    /// A field whose end (`offset + count * sizeof(type)`) is past the largest address.
+    #[error("field {index} at offset {offset} with {count} elements ends past the address space")]
+    FieldOverflow {
+        /// Index of the field.
+        index: usize,
+        /// Its byte offset.
+        offset: usize,
+        /// Its number of elements.
+        count: usize,
+    },
+    /// An aggregate alignment below the alignment of one of its fields.
+    #[error("aggregate alignment {align} is below its fields' alignment {fields}")]
+    AlignmentBelowFields {
+        /// The aggregate's alignment.
+        align: usize,
+        /// The largest field alignment.
+        fields: usize,
+    },
     /// A field that does not fit inside the aggregate's size.
     #[error("field {index} ends at byte {end}, past the aggregate size {size}")]
     FieldOutOfBounds {

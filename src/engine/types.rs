@@ -222,7 +222,8 @@ impl Aggregate {
 
     /// An aggregate from an explicit layout. Fields must be in offset order, aligned, inside
     /// `size` and not overlapping; `size` must be a multiple of `align`, and `align` at least
-    /// every field's alignment.
+    /// every field's alignment. Every layout that breaks a rule is a typed error, whatever the
+    /// numbers (an offset or count near `usize::MAX` included).
     pub fn from_fields(size: usize, align: usize, fields: Vec<Field>) -> Result<Self, Error> {
         check_align(align)?;
         if fields.is_empty() || size == 0 {
@@ -239,13 +240,17 @@ impl Aggregate {
             if f.count == 0 || f.ty.size() == 0 {
                 return Err(Error::EmptyAggregate);
             }
-            if f.align < f.ty.align() || f.offset % f.align != 0 {
-                return Err(Error::MisalignedField { index, offset: f.offset, align: f.align.max(f.ty.align()) });
+            if f.align < f.ty.align() {
+                return Err(Error::FieldAlignBelowType { index, align: f.align, type_align: f.ty.align() });
+            }
+            if f.offset % f.align != 0 {
+                return Err(Error::MisalignedField { index, offset: f.offset, align: f.align });
             }
             if f.offset < end_prev {
                 return Err(Error::OverlappingFields { index });
             }
-            let end = f.offset + f.ty.size() * f.count;
+            let end = f.ty.size().checked_mul(f.count).and_then(|bytes| f.offset.checked_add(bytes));
+            let end = end.ok_or(Error::FieldOverflow { index, offset: f.offset, count: f.count })?;
             if end > size {
                 return Err(Error::FieldOutOfBounds { index, end, size });
             }
@@ -254,7 +259,7 @@ impl Aggregate {
             depth = depth.max(f.ty.depth());
         }
         if align < natural_align {
-            return Err(Error::InvalidAlignment { align, max: MAX_ALIGN });
+            return Err(Error::AlignmentBelowFields { align, fields: natural_align });
         }
         if size % align != 0 {
             return Err(Error::InvalidSize { size, align });
@@ -345,6 +350,8 @@ impl AggregateBuilder {
         for (ty, count, explicit) in self.fields {
             check_align(explicit)?;
             let field_align = ty.align().max(explicit);
+            // Both stay within MAX_AGGREGATE_BYTES (checked below before the next member), so
+            // the arithmetic cannot overflow.
             offset = offset.next_multiple_of(field_align);
             let bytes = ty.size().saturating_mul(count);
             if bytes > MAX_AGGREGATE_BYTES {
@@ -352,6 +359,9 @@ impl AggregateBuilder {
             }
             fields.push(Field { offset, ty, count, align: field_align });
             offset += bytes;
+            if offset > MAX_AGGREGATE_BYTES {
+                return Err(Error::AggregateTooLarge { size: offset, limit: MAX_AGGREGATE_BYTES });
+            }
             align = align.max(field_align);
         }
         let size = offset.next_multiple_of(align);
@@ -451,6 +461,59 @@ mod tests {
             };
         }
         panic!("nesting limit not enforced");
+    }
+
+    #[test]
+    fn every_bad_explicit_layout_is_a_typed_error_whatever_the_numbers() {
+        let f = |offset, ty, count, align| Field { offset, ty, count, align };
+        // Offsets and counts whose end overflows usize (a panic, or a wrapped end accepted).
+        for (fields, want) in [
+            (vec![f(0, Type::I16, 1 << 63, 2)], Error::FieldOverflow { index: 0, offset: 0, count: 1 << 63 }),
+            (vec![f(0, Type::I64, usize::MAX, 8)], Error::FieldOverflow { index: 0, offset: 0, count: usize::MAX }),
+            (
+                vec![f(0, Type::I8, 1, 1), f(usize::MAX - 3, Type::I32, 1, 4)],
+                Error::FieldOverflow { index: 1, offset: usize::MAX - 3, count: 1 },
+            ),
+            (
+                vec![f(usize::MAX & !15, Type::LongDouble, 2, 16)],
+                Error::FieldOverflow { index: 0, offset: usize::MAX & !15, count: 2 },
+            ),
+        ] {
+            assert_eq!(Aggregate::from_fields(16, 16, fields), Err(want));
+        }
+        // Zero, non-power-of-two and huge alignments, of the aggregate and of a field.
+        for align in [0, 3, 12, 32, usize::MAX, 1 << 63] {
+            let want = Err(Error::InvalidAlignment { align, max: MAX_ALIGN });
+            assert_eq!(Aggregate::from_fields(16, align, vec![f(0, Type::I8, 1, 1)]), want);
+            assert_eq!(Aggregate::from_fields(16, 16, vec![f(0, Type::I8, 1, align)]), want);
+        }
+        // A member declared less aligned than its type, and an aggregate less aligned than
+        // its members: each said as it is.
+        assert_eq!(
+            Aggregate::from_fields(8, 4, vec![f(0, Type::I32, 1, 1)]),
+            Err(Error::FieldAlignBelowType { index: 0, align: 1, type_align: 4 })
+        );
+        assert_eq!(
+            Aggregate::from_fields(8, 1, vec![f(0, Type::I32, 1, 4)]),
+            Err(Error::AlignmentBelowFields { align: 1, fields: 4 })
+        );
+        // Empty and too large, nested included.
+        assert_eq!(Aggregate::from_fields(0, 1, vec![f(0, Type::I8, 1, 1)]), Err(Error::EmptyAggregate));
+        assert_eq!(Aggregate::from_fields(8, 8, vec![]), Err(Error::EmptyAggregate));
+        assert_eq!(
+            Aggregate::from_fields(usize::MAX, 1, vec![f(0, Type::I8, 1, 1)]),
+            Err(Error::AggregateTooLarge { size: usize::MAX, limit: MAX_AGGREGATE_BYTES })
+        );
+        let inner = Type::Aggregate(Aggregate::builder().array(Type::I8, 4000).build().unwrap());
+        assert_eq!(
+            Aggregate::builder().field(inner.clone()).field(inner).build(),
+            Err(Error::AggregateTooLarge { size: 8000, limit: MAX_AGGREGATE_BYTES })
+        );
+        let pair = Type::Aggregate(Aggregate::builder().field(Type::I32).field(Type::I32).build().unwrap());
+        assert_eq!(
+            Aggregate::from_fields(16, 4, vec![f(0, pair, usize::MAX / 4, 4)]),
+            Err(Error::FieldOverflow { index: 0, offset: 0, count: usize::MAX / 4 })
+        );
     }
 
     #[test]

@@ -55,6 +55,16 @@ pub enum Error {
         /// What it should hold.
         expected: &'static str,
     },
+    /// A Slurm host list or task count list that does not parse; the reason says where.
+    #[error("launcher variable {variable}={value:?}: {reason}")]
+    LauncherList {
+        /// The variable.
+        variable: String,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: crate::launch::hostlist::ParseError,
+    },
     /// Part of a launcher's variable set without the rest ("half a set").
     #[error("{launcher} variables incomplete: {} set but {} missing", present.join(", "), missing.join(", "))]
     LauncherIncomplete {

@@ -13,7 +13,9 @@
 //! 5. MPICH / Intel MPI (Hydra): `PMI_RANK`, `PMI_SIZE`, `MPI_LOCALRANKID`, `MPI_LOCALNRANKS`.
 //! 6. Slurm, inside an `srun` step (`SLURM_STEP_ID` set): `SLURM_PROCID`,
 //!    `SLURM_STEP_NUM_TASKS`, `SLURM_LOCALID`, `SLURM_NODEID` with
-//!    `SLURM_STEP_TASKS_PER_NODE`, root = first host of `SLURM_STEP_NODELIST`.
+//!    `SLURM_STEP_TASKS_PER_NODE`, root = first host of `SLURM_STEP_NODELIST`; the step's
+//!    node list, node count, task counts and task count must agree with each other
+//!    (`slurm_consistency`).
 //! 7. Kubeflow (`PET_NNODES`, `PET_NODE_RANK`, `PET_NPROC_PER_NODE`, `PET_MASTER_ADDR`): one
 //!    process per node; more per node need torchrun, which reads `PET_*` itself.
 //! 8. Nothing: a single process (launcher "standalone").
@@ -114,11 +116,21 @@ impl core::fmt::Debug for Secret {
 struct Field {
     value: u32,
     var: &'static str,
+    /// How an error shows a value derived from a variable rather than read from it (Slurm's
+    /// tasks on this node, from the task count list): `VAR=value (what was derived)`.
+    derived: Option<String>,
 }
 
 impl Field {
+    fn new(value: u32, var: &'static str) -> Self {
+        Field { value, var, derived: None }
+    }
+
     fn shown(&self) -> String {
-        format!("{}={}", self.var, self.value)
+        match &self.derived {
+            Some(d) => d.clone(),
+            None => format!("{}={}", self.var, self.value),
+        }
     }
 }
 
@@ -177,7 +189,19 @@ impl Reader<'_> {
             value: v.clone(),
             expected: "a non-negative integer",
         })?;
-        Ok(Some(Field { value, var }))
+        Ok(Some(Field::new(value, var)))
+    }
+
+    /// A launcher's root address (`MASTER_ADDR`): a host name or address, `[v6]` allowed; one
+    /// that names no host (blank, `[]`) is an error, not a root host of "".
+    fn host(&self, var: &'static str) -> Result<Option<String>, Error> {
+        let Some(v) = self.raw(var) else { return Ok(None) };
+        match host_of(&v) {
+            h if h.is_empty() => {
+                Err(Error::LauncherVariable { variable: var.into(), value: v, expected: "a host name or address" })
+            }
+            h => Ok(Some(h)),
+        }
     }
 
     fn port(&self, var: &'static str) -> Result<Option<u16>, Error> {
@@ -201,6 +225,12 @@ fn require_all(launcher: Launcher, r: &Reader<'_>, vars: &[&'static str]) -> Res
         });
     }
     Ok(())
+}
+
+/// `VAR=value` for an error message, the value's control characters escaped (`\n`, `\u{0}`):
+/// a message stays on one line whatever a variable holds.
+fn shown(var: &str, value: &str) -> String {
+    format!("{var}={}", value.escape_debug())
 }
 
 fn host_of(addr: &str) -> String {
@@ -236,7 +266,7 @@ impl World {
         let launcher = if launcher == Launcher::Standalone && any_explicit { Launcher::Explicit } else { launcher };
 
         let (rank, size, local_rank, local_size) = if launcher == Launcher::Standalone {
-            let f = |value, var| Some(Field { value, var });
+            let f = |value, var| Some(Field::new(value, var));
             (f(0, "(standalone)"), f(1, "(standalone)"), f(0, "(standalone)"), f(1, "(standalone)"))
         } else {
             (
@@ -272,7 +302,7 @@ impl World {
             if let Some(p) = p {
                 if port.is_some_and(|q| q != p) {
                     return Err(Error::LauncherContradiction {
-                        variables: vec![format!("{}={root}", vars::ROOT), format!("{}={}", vars::PORT, port.unwrap())],
+                        variables: vec![shown(vars::ROOT, &root), format!("{}={}", vars::PORT, port.unwrap())],
                         detail: "two different rendezvous ports".into(),
                     });
                 }
@@ -452,6 +482,84 @@ fn check(rank: &Field, size: &Field, local_rank: &Field, local_size: &Field) -> 
     Ok(())
 }
 
+/// Slurm's variables against each other, beyond what [`check`] sees in rank and size: what
+/// one `srun` step sets describes one step (`env_array_for_step`, Slurm's src/common/env.c),
+/// so its node list, node count, task count list and task count agree, and this task's rank
+/// and node lie inside them. Compared only where both sides are the step's own (the job-level
+/// fallbacks of older Slurm may describe the allocation, not the step). `SLURM_NTASKS` and
+/// `SLURM_NNODES` are the step's too, unless `srun --preserve-env` kept the job's: a rank is
+/// below the first, the step's nodes are at most the second.
+fn slurm_consistency(
+    r: &Reader<'_>,
+    ntasks: &'static str,
+    per_node: &'static str,
+    nodes: &'static str,
+) -> Result<(), Error> {
+    let shown = |var: &str| shown(var, &r.raw(var).unwrap_or_default());
+    let contradiction = |vars: &[&str], detail: String| Error::LauncherContradiction {
+        variables: vars.iter().map(|v| shown(v)).collect(),
+        detail,
+    };
+    let step = ntasks == "SLURM_STEP_NUM_TASKS";
+    let (procid, node) = (r.number("SLURM_PROCID")?, r.number("SLURM_NODEID")?);
+    if let (true, Some(rank), Some(all)) = (step, &procid, r.number("SLURM_NTASKS")?) {
+        if rank.value >= all.value {
+            return Err(contradiction(&["SLURM_PROCID", "SLURM_NTASKS"], "the rank is not below the size".into()));
+        }
+    }
+    let Some(list) = r.raw(nodes) else { return Ok(()) };
+    let hosts = hostlist::len(&list).map_err(|reason| Error::LauncherList {
+        variable: nodes.into(),
+        value: list.clone(),
+        reason,
+    })?;
+    if let Some(node) = &node {
+        if u64::from(node.value) >= hosts {
+            return Err(contradiction(
+                &["SLURM_NODEID", nodes],
+                format!("the node id is not below the {hosts} nodes of the node list"),
+            ));
+        }
+    }
+    if nodes != "SLURM_STEP_NODELIST" {
+        return Ok(());
+    }
+    if let Some(count) = r.number("SLURM_STEP_NUM_NODES")? {
+        if u64::from(count.value) != hosts {
+            return Err(contradiction(&["SLURM_STEP_NUM_NODES", nodes], format!("the node list has {hosts} nodes")));
+        }
+    }
+    if let Some(job_nodes) = r.number("SLURM_NNODES")? {
+        if u64::from(job_nodes.value) < hosts {
+            return Err(contradiction(
+                &["SLURM_NNODES", nodes],
+                format!("the step's node list has {hosts} nodes, more than the job"),
+            ));
+        }
+    }
+    if per_node != "SLURM_STEP_TASKS_PER_NODE" {
+        return Ok(());
+    }
+    let Some(counts) = r.raw(per_node) else { return Ok(()) };
+    let (covered, tasks) = hostlist::task_totals(&counts).map_err(|reason| Error::LauncherList {
+        variable: per_node.into(),
+        value: counts.clone(),
+        reason,
+    })?;
+    if covered != hosts {
+        return Err(contradiction(
+            &[per_node, nodes],
+            format!("the task counts cover {covered} nodes, the node list has {hosts}"),
+        ));
+    }
+    if let (true, Some(size)) = (step, r.number(ntasks)?) {
+        if u64::from(size.value) != tasks {
+            return Err(contradiction(&[ntasks, per_node], format!("the task counts add up to {tasks}")));
+        }
+    }
+    Ok(())
+}
+
 /// The innermost launcher whose variables are present, and what they say.
 fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
     // torchrun / torch elastic (torch/distributed/elastic/agent/server/local_elastic_agent.py
@@ -487,7 +595,7 @@ fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
                 size: r.number("WORLD_SIZE")?,
                 local_rank: r.number("LOCAL_RANK")?,
                 local_size: r.number("LOCAL_WORLD_SIZE")?,
-                root_host: r.raw("MASTER_ADDR").map(|a| host_of(&a)),
+                root_host: r.host("MASTER_ADDR")?,
                 reserved_port: r.port("MASTER_PORT")?,
                 job,
                 names: ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"],
@@ -540,29 +648,33 @@ fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
             if r.has("SLURM_STEP_TASKS_PER_NODE") { "SLURM_STEP_TASKS_PER_NODE" } else { "SLURM_TASKS_PER_NODE" };
         let nodes = if r.has("SLURM_STEP_NODELIST") { "SLURM_STEP_NODELIST" } else { "SLURM_JOB_NODELIST" };
         require_all(l, r, &["SLURM_PROCID", ntasks, "SLURM_LOCALID", "SLURM_NODEID", per_node, nodes])?;
-        let local_size =
-            match (r.number("SLURM_NODEID")?, r.raw(per_node)) {
-                (Some(node), Some(list)) => {
-                    let n = hostlist::tasks_on_node(&list, u64::from(node.value)).map_err(|e| {
-                        Error::LauncherVariable { variable: per_node.into(), value: list.clone(), expected: e.0 }
+        let list_error = |variable: &str, value: String| {
+            let variable = variable.to_string();
+            move |reason| Error::LauncherList { variable, value, reason }
+        };
+        let local_size = match (r.number("SLURM_NODEID")?, r.raw(per_node)) {
+            (Some(node), Some(list)) => {
+                let n = hostlist::tasks_on_node(&list, u64::from(node.value))
+                    .map_err(list_error(per_node, list.clone()))?
+                    .ok_or_else(|| Error::LauncherContradiction {
+                        variables: vec![node.shown(), shown(per_node, &list)],
+                        detail: "the node id is past the nodes of the task count list".into(),
                     })?;
-                    let value = u32::try_from(n).map_err(|_| Error::LauncherVariable {
-                        variable: per_node.into(),
-                        value: list,
-                        expected: "task counts that fit 32 bits",
-                    })?;
-                    Some(Field { value, var: per_node })
-                }
-                _ => None,
-            };
+                let value = u32::try_from(n).map_err(|_| Error::LauncherVariable {
+                    variable: per_node.into(),
+                    value: list.clone(),
+                    expected: "task counts that fit 32 bits",
+                })?;
+                let derived = Some(format!("{} ({n} on node {})", shown(per_node, &list), node.value));
+                Some(Field { value, var: per_node, derived })
+            }
+            _ => None,
+        };
         let root_host = match r.raw(nodes) {
-            Some(list) => Some(hostlist::first(&list).map_err(|e| Error::LauncherVariable {
-                variable: nodes.into(),
-                value: list,
-                expected: e.0,
-            })?),
+            Some(list) => Some(hostlist::first(&list).map_err(list_error(nodes, list.clone()))?),
             None => None,
         };
+        slurm_consistency(r, ntasks, per_node, nodes)?;
         let job = r.raw("SLURM_JOB_ID").map(|j| format!("slurm:{j}.{}", r.raw("SLURM_STEP_ID").unwrap_or_default()));
         return Ok((
             l,
@@ -600,9 +712,9 @@ fn detect(r: &Reader<'_>) -> Result<(Launcher, Found), Error> {
             Found {
                 rank: r.number("PET_NODE_RANK")?,
                 size: r.number("PET_NNODES")?,
-                local_rank: Some(Field { value: 0, var: "PET_NPROC_PER_NODE" }),
-                local_size: Some(Field { value: 1, var: "PET_NPROC_PER_NODE" }),
-                root_host: r.raw("PET_MASTER_ADDR").map(|a| host_of(&a)),
+                local_rank: Some(Field::new(0, "PET_NPROC_PER_NODE")),
+                local_size: Some(Field::new(1, "PET_NPROC_PER_NODE")),
+                root_host: r.host("PET_MASTER_ADDR")?,
                 reserved_port: r.port("PET_MASTER_PORT")?,
                 job: master,
                 names: ["PET_NODE_RANK", "PET_NNODES", "", ""],
@@ -756,12 +868,17 @@ mod tests {
 
     #[test]
     fn slurm_errors_name_the_variable() {
+        // The reason is the reason, not what was expected ("expected `[` without `]`" before).
         let e = world(&slurm(&[("SLURM_STEP_NODELIST", "gpu[01-")])).unwrap_err();
-        assert!(matches!(&e, Error::LauncherVariable { variable, .. } if variable == "SLURM_STEP_NODELIST"), "{e}");
+        assert!(matches!(&e, Error::LauncherList { variable, .. } if variable == "SLURM_STEP_NODELIST"), "{e}");
+        assert_eq!(e.to_string(), r#"launcher variable SLURM_STEP_NODELIST="gpu[01-": `[` without `]`"#);
+        let e = world(&slurm(&[("SLURM_STEP_TASKS_PER_NODE", "2(3),1")])).unwrap_err();
+        assert_eq!(e.to_string(), r#"launcher variable SLURM_STEP_TASKS_PER_NODE="2(3),1": a repeat is not `(xN)`"#);
         let e = world(&slurm(&[("SLURM_NODEID", "9")])).unwrap_err();
-        assert!(
-            matches!(&e, Error::LauncherVariable { variable, .. } if variable == "SLURM_STEP_TASKS_PER_NODE"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "launcher variables contradict each other: the node id is past the nodes of the task count list \
+             (SLURM_NODEID=9, SLURM_STEP_TASKS_PER_NODE=2(x3),1)"
         );
         let e = world(&slurm(&[("SLURM_LOCALID", "")])).unwrap_err();
         match e {
@@ -770,6 +887,56 @@ mod tests {
             }
             e => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn contradictory_slurm_variables_are_named_with_their_values() {
+        for (extra, want) in [
+            (
+                &[("SLURM_NTASKS", "5")][..],
+                "the rank is not below the size (SLURM_PROCID=5, SLURM_NTASKS=5)",
+            ),
+            (
+                &[("SLURM_LOCALID", "2")],
+                "the local rank is not below the local size (SLURM_LOCALID=2, SLURM_STEP_TASKS_PER_NODE=2(x3),1 (2 on node 2))",
+            ),
+            (
+                &[("SLURM_STEP_TASKS_PER_NODE", "2(x5),1"), ("SLURM_STEP_NUM_TASKS", "11")],
+                "the task counts cover 6 nodes, the node list has 4 (SLURM_STEP_TASKS_PER_NODE=2(x5),1, SLURM_STEP_NODELIST=gpu[01-03],cpu9)",
+            ),
+            (
+                &[("SLURM_STEP_NODELIST", "gpu[01-02]")],
+                "the node id is not below the 2 nodes of the node list (SLURM_NODEID=2, SLURM_STEP_NODELIST=gpu[01-02])",
+            ),
+            (
+                &[("SLURM_STEP_NUM_NODES", "3")],
+                "the node list has 4 nodes (SLURM_STEP_NUM_NODES=3, SLURM_STEP_NODELIST=gpu[01-03],cpu9)",
+            ),
+            (
+                &[("SLURM_NNODES", "2")],
+                "the step's node list has 4 nodes, more than the job (SLURM_NNODES=2, SLURM_STEP_NODELIST=gpu[01-03],cpu9)",
+            ),
+            (
+                &[("SLURM_STEP_NUM_TASKS", "8"), ("SLURM_NTASKS", "8")],
+                "the task counts add up to 7 (SLURM_STEP_NUM_TASKS=8, SLURM_STEP_TASKS_PER_NODE=2(x3),1)",
+            ),
+        ] {
+            let e = world(&slurm(extra)).unwrap_err();
+            assert!(matches!(e, Error::LauncherContradiction { .. }), "{extra:?}: {e}");
+            assert!(e.to_string().contains(want), "{extra:?}: {e}");
+        }
+        // Consistent values, the step's counts given too, pass.
+        let w = world(&slurm(&[("SLURM_STEP_NUM_NODES", "4"), ("SLURM_NNODES", "4"), ("SLURM_NTASKS", "7")])).unwrap();
+        assert_eq!(place(&w), (5, 7, 1, 2, Launcher::Slurm));
+        // A value with control characters is shown escaped, on one line.
+        let e = world(&slurm(&[("SLURM_STEP_NODELIST", "a\r\n\u{4}b")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r"launcher variables contradict each other: the node id is not below the 1 nodes of the node list (SLURM_NODEID=2, SLURM_STEP_NODELIST=a\r\n\u{4}b)"
+        );
+        // A node list of 2^64 hosts is counted, not expanded.
+        let e = world(&slurm(&[("SLURM_STEP_NODELIST", "n[0-18446744073709551615]")])).unwrap_err();
+        assert!(e.to_string().contains("the task counts cover 4 nodes, the node list has 18446744073709551615"), "{e}");
     }
 
     #[test]
@@ -926,6 +1093,9 @@ mod tests {
             (vars::PORT, "0"),
             (vars::ROOT, "host:port"),
             (vars::ROOT, "[::1"),
+            // A root address that names no host (a root host of "" before).
+            ("MASTER_ADDR", " "),
+            ("MASTER_ADDR", "[]"),
         ] {
             let mut v = vec![("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("LOCAL_WORLD_SIZE", "1")];
             if var.starts_with("OMPI") {

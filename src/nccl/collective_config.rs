@@ -12,7 +12,7 @@ use core::ffi::c_void;
 use std::ffi::CString;
 
 use crate::nccl::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
-use crate::nccl::collectives::typed::at_least;
+use crate::nccl::collectives::typed::{at_least, times_ranks};
 use crate::nccl::communicator::Communicator;
 use crate::nccl::config::MAGIC;
 use crate::nccl::error::Error;
@@ -27,7 +27,7 @@ use crate::nccl::watchdog::OpInfo;
 
 /// Every field after the header (`size`@0, `magic`@8, `version`@12), with its offset on 64-bit
 /// Linux and the version that added it.
-const FIELDS: &[FieldInfo] = &[
+pub(crate) const FIELDS: &[FieldInfo] = &[
     f("ext", 16, Kind::Ptr, (2, 31, 2)),
     f("minCTAs", 24, Kind::Int, (2, 31, 2)),
     f("maxCTAs", 28, Kind::Int, (2, 31, 2)),
@@ -357,7 +357,7 @@ impl Communicator {
     ) -> Result<(), Error> {
         group::refuse_safe_in_group()?;
         self.refuse_event(config)?;
-        at_least("all_gather recv", send.len().saturating_mul(self.ranks()?), recv.len())?;
+        at_least("all_gather recv", times_ranks("all_gather recv", send.len(), self.ranks()?)?, recv.len())?;
         let count = send.len();
         self.two_buffers(["all_gather send", "all_gather recv"], send, recv, stream, |s, r| {
             // SAFETY: the buffer traits' contracts and the length checked above; no event.
@@ -377,7 +377,7 @@ impl Communicator {
     ) -> Result<(), Error> {
         group::refuse_safe_in_group()?;
         self.refuse_event(config)?;
-        at_least("reduce_scatter send", recv.len().saturating_mul(self.ranks()?), send.len())?;
+        at_least("reduce_scatter send", times_ranks("reduce_scatter send", recv.len(), self.ranks()?)?, send.len())?;
         let count = recv.len();
         self.two_buffers(["reduce_scatter send", "reduce_scatter recv"], send, recv, stream, |s, r| {
             // SAFETY: the buffer traits' contracts and the length checked above; no event.

@@ -18,7 +18,7 @@ use crate::nccl::versioned::{ctas_paired, field as f, set_int, FieldInfo, Image,
 pub const MAGIC: u32 = 0xcafe_beef;
 
 /// Every field after the header, with its offset on 64-bit Linux and the version adding it.
-const FIELDS: &[FieldInfo] = &[
+pub(crate) const FIELDS: &[FieldInfo] = &[
     f("blocking", 16, Kind::Int, (2, 14, 0)),
     f("cgaClusterSize", 20, Kind::Int, (2, 17, 0)),
     f("minCTAs", 24, Kind::Int, (2, 17, 0)),
@@ -117,6 +117,8 @@ pub struct Config {
     ints: Vec<(&'static str, i32)>,
     net_name: Option<String>,
     comm_name: Option<String>,
+    /// Names given to [`field`](Self::field) that are not integer fields, refused by `encode`.
+    unknown: Vec<String>,
 }
 
 impl Config {
@@ -168,13 +170,15 @@ impl Config {
         self
     }
 
-    /// Any integer field by its C name (for example `"nvlsCTAs"`, `"maxP2pPeers"`); an
-    /// unknown name is refused when the config is written.
-    pub fn field(self, c_name: &str, value: i32) -> Self {
+    /// Any integer field by its C name (for example `"nvlsCTAs"`, `"maxP2pPeers"`); a name
+    /// that is not one is refused, by that name, when the config is written.
+    pub fn field(mut self, c_name: &str, value: i32) -> Self {
         match FIELDS.iter().find(|f| f.name == c_name && f.kind == Kind::Int) {
             Some(f) => self.int(f.name, value),
-            // Kept under a marker so `encode` reports it.
-            None => self.int("<unknown>", value),
+            None => {
+                self.unknown.push(c_name.to_string());
+                self
+            }
         }
     }
 
@@ -198,15 +202,23 @@ impl Config {
             needs: Version::new(2, 14, 0),
             loaded: version,
         })?;
+        if let Some(name) = self.unknown.first() {
+            return Err(Error::UnknownConfigField { name: name.clone() });
+        }
         let mut image = Image::new(FIELDS, size, MAGIC, version, &[]);
         ctas_paired(&self.ints)?;
+        // Every name below is in FIELDS (the setters take them from it), so `field` finds it;
+        // the `ok_or` keeps that an error rather than a panic should it ever not be.
+        let known = |image: &Image, name: &str| {
+            image.field(name).ok_or_else(|| Error::UnknownConfigField { name: name.to_string() })?
+        };
         for (name, value) in &self.ints {
-            let field = image.field(name).ok_or_else(|| Error::UnknownConfigField { name: name.to_string() })??;
+            let field = known(&image, name)?;
             image.put(field.offset, &value.to_ne_bytes());
         }
         for (name, value) in [("netName", &self.net_name), ("commName", &self.comm_name)] {
             if let Some(s) = value {
-                let field = image.field(name).expect("pointer fields are in FIELDS")?;
+                let field = known(&image, name)?;
                 let c = CString::new(s.as_str()).map_err(|_| Error::NulInConfigString { field: field.name })?;
                 image.put_string(field.offset, c);
             }
@@ -264,7 +276,13 @@ mod tests {
         let err = Config::new().field("minCTAs", 4).encode(Version::new(2, 20, 0)).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }));
         assert!(Config::new().ctas(4, 8).encode(Version::new(2, 20, 0)).is_ok());
-        assert!(Config::new().field("noSuchField", 1).encode(Version::new(2, 28, 3)).is_err());
+        // Refused by the name given ("<unknown>" before), also a field that is not an integer.
+        for name in ["noSuchField", "netName", ""] {
+            let err = Config::new().blocking(true).field(name, 1).encode(Version::new(2, 28, 3)).unwrap_err();
+            assert_eq!(err, Error::UnknownConfigField { name: name.into() });
+        }
+        let c = Config::new().field("nvlsCTAs", 1).encode(Version::new(2, 28, 3)).unwrap();
+        assert_eq!(word(c.as_bytes(), 68), 1);
         assert!(Config::new().net_name("a\0b").encode(Version::new(2, 28, 3)).is_err());
     }
 

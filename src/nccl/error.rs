@@ -108,7 +108,7 @@ pub enum Error {
         /// Version of the library that returned it.
         version: Version,
     },
-    /// An NCCL call reported success but its output is impossible (a negative count, no
+    /// An NCCL call reported success but its output is impossible (a count below 1, no
     /// communicator handle).
     #[error("{function} succeeded but returned {what}")]
     ImpossibleOutput {
@@ -132,6 +132,16 @@ pub enum Error {
         expected: usize,
         /// Elements given.
         got: usize,
+    },
+    /// A buffer length a collective needs (`count * nranks` elements) that is past `usize`.
+    #[error("{what}: {count} elements for each of {nranks} ranks do not fit a usize")]
+    LengthOverflow {
+        /// Which buffer.
+        what: &'static str,
+        /// Elements per rank.
+        count: usize,
+        /// The communicator's ranks.
+        nranks: usize,
     },
     /// A rank outside `0..nranks`, or `nranks` below 1.
     #[error("rank {rank} is not in 0..{nranks} (nranks must be at least 1)")]
@@ -172,8 +182,9 @@ pub enum Error {
         /// The NCCL function refused.
         operation: &'static str,
     },
-    /// An `ncclConfig_t` field name the facade does not know.
-    #[error("unknown ncclConfig_t field {name:?}")]
+    /// A name given as an `ncclConfig_t` integer field that is not one (unknown, or a
+    /// pointer field such as `netName`, which has its own setter).
+    #[error("ncclConfig_t has no integer field {name:?}")]
     UnknownConfigField {
         /// The name given.
         name: String,

@@ -79,6 +79,13 @@ pub use team::{CftTeamMode, Team};
 pub use types::{DataType, MemStat, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
 pub use version::{Flavor, Version};
 pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};
+// The field tables the config encoders write from, for the fuzz targets (crate::fuzzing).
+#[cfg(fuzzing)]
+pub(crate) use {
+    collective_config::FIELDS as COLL_CONFIG_FIELDS,
+    config::FIELDS as CONFIG_FIELDS,
+    versioned::{FieldInfo, Kind},
+};
 
 // The thread-safety choices of docs/adr/0007-facade-safety-model.md and 0009, kept true at
 // compile time.

@@ -24,7 +24,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    const fn width(self) -> usize {
+    pub(crate) const fn width(self) -> usize {
         match self {
             Kind::Int => 4,
             Kind::U64 | Kind::Ptr => 8,

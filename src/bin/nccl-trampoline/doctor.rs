@@ -17,26 +17,9 @@ use std::time::{Duration, Instant};
 use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
 
+use crate::args::DoctorArgs as Args;
 use crate::cuda;
 use crate::error::Error as CliError;
-
-/// `doctor`'s options.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// Seconds each probe (one process per candidate library, and the net plugin's) may take
-    /// before it is stopped and reported as not answering.
-    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = probe_limit)]
-    probe_timeout: Duration,
-}
-
-/// `--probe-timeout`: a positive number of seconds, at most a day.
-fn probe_limit(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!("{s} s: give more than 0 and at most 86400 seconds"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
 
 /// The facts `probe` reports about one candidate.
 #[derive(Debug, PartialEq)]

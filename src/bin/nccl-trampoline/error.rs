@@ -248,14 +248,18 @@ impl std::fmt::Display for GpuStep {
 #[non_exhaustive]
 pub enum Usage {
     /// `-b`, `-e`, `-i`: not a number with an optional suffix.
-    #[error("`{0}` is not a size (a number, optionally with K, M or G)")]
+    #[error("`{0}` is not a size (a number, optionally with K, M, G or T)")]
     NotASize(String),
     /// A size past 2^64 bytes.
-    #[error("`{0}` is too large")]
+    #[error("`{0}` is too large (past 2^64 bytes)")]
     SizeOverflow(String),
-    /// `--watchdog`.
+    /// `--watchdog`: not a number, or not above zero.
     #[error("`{0}` is not a positive number of seconds")]
     NotSeconds(String),
+    /// `--watchdog`: a positive number of seconds that is not a duration (below a nanosecond,
+    /// past 2^64 seconds, or infinite).
+    #[error("`{0}` seconds is not a duration between 1 ns and 2^64 s")]
+    SecondsOutOfRange(String),
     /// `-d`.
     #[error("unknown type `{0}` (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)")]
     UnknownType(String),
@@ -295,6 +299,14 @@ pub enum Usage {
     TooManySizes {
         /// The limit.
         limit: usize,
+    },
+    /// `-e` past the largest size a sweep measures.
+    #[error("-e {max} is larger than {limit} bytes, the largest size perf measures")]
+    SizeTooLarge {
+        /// `-e`.
+        max: u64,
+        /// The limit.
+        limit: u64,
     },
     /// A size past this machine's address space.
     #[error("size {0} does not fit this machine")]

@@ -6,48 +6,19 @@
 //! bad arguments and options that cannot run together (clap's usage errors).
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+mod args;
 mod cuda;
 mod doctor;
 mod error;
 mod perf;
 mod selftest;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, Parser};
 
+use args::{Cli, Command};
 use error::Error;
-
-/// Drive NVIDIA NCCL through the nccl-trampoline call core: inspect, self-test, benchmark.
-#[derive(Parser, Debug)]
-#[command(name = "nccl-trampoline", version, about, propagate_version = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Report every NCCL/RCCL candidate, the one that loads and the ones it shadows, missing
-    /// symbols, NCCL environment variables, the net plugin NCCL would load, GPUs and driver.
-    Doctor(doctor::Args),
-    /// Prove the call core against the built-in C oracle, then the real library if one is
-    /// found, then a verified all-reduce across all local GPUs if there are any.
-    Selftest(selftest::Args),
-    /// nccl-tests-compatible sweeps of one collective (all_reduce, all_gather, broadcast,
-    /// reduce, reduce_scatter, alltoall, gather, scatter, sendrecv).
-    Perf(perf::Args),
-    /// Loads one candidate and prints what it is (used by `doctor`, in a fresh process).
-    #[command(hide = true)]
-    Probe {
-        /// The library path or soname.
-        library: PathBuf,
-        /// Open it as a net plugin instead (its file and interface versions).
-        #[arg(long)]
-        net_plugin: bool,
-    },
-}
 
 fn main() -> ExitCode {
     restore_sigpipe();

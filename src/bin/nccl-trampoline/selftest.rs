@@ -6,28 +6,14 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
-use std::path::PathBuf;
 
 use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, RedOp, UNIQUE_ID_BYTES};
 use nccl_trampoline::{arg, Abi, Aggregate, CallPlan, Signature, Type};
 
+use crate::args::SelftestArgs as Args;
 use crate::cuda::Driver;
 use crate::error::{Error as CliError, GpuStep, LibraryError};
 use nccl_trampoline::oracle::{self, check_call, OracleRuntime, Pattern};
-
-/// Options of `selftest`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The NCCL library to test (default: the discovery order, as `doctor` shows it).
-    #[arg(long, value_name = "PATH")]
-    library: Option<PathBuf>,
-    /// Skip the GPU stage even if GPUs are present.
-    #[arg(long)]
-    no_gpu: bool,
-    /// Elements (float32) per GPU in the verified all-reduce.
-    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
-    count: u64,
-}
 
 /// The tally of one run.
 #[derive(Default)]

@@ -32,9 +32,13 @@ impl Communicator {
         Ok(())
     }
 
+    /// The number of ranks, at least 1: a count of 0 or below from `ncclCommCount` (which a
+    /// real communicator never has) is refused before any length is divided or multiplied by it.
     pub(crate) fn ranks(&self) -> Result<usize, Error> {
         usize::try_from(self.count()?)
-            .map_err(|_| Error::ImpossibleOutput { function: "ncclCommCount", what: "a negative count" })
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or(Error::ImpossibleOutput { function: "ncclCommCount", what: "a count below 1" })
     }
 
     /// All-reduce of typed device buffers; `recv` must hold at least `send.len()` elements.
@@ -241,7 +245,7 @@ impl Communicator {
         recv: &'b mut M,
         stream: &'b S,
     ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
-        at_least("all_gather recv", send.len().saturating_mul(self.ranks()?), recv.len())?;
+        at_least("all_gather recv", times_ranks("all_gather recv", send.len(), self.ranks()?)?, recv.len())?;
         let count = send.len();
         self.two_buffers(["all_gather send", "all_gather recv"], send, recv, stream, |s, r| {
             // SAFETY: the buffer traits' contracts, and the length checked above.
@@ -256,7 +260,7 @@ impl Communicator {
         op: RedOp,
         stream: &'b S,
     ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
-        at_least("reduce_scatter send", recv.len().saturating_mul(self.ranks()?), send.len())?;
+        at_least("reduce_scatter send", times_ranks("reduce_scatter send", recv.len(), self.ranks()?)?, send.len())?;
         let count = recv.len();
         self.two_buffers(["reduce_scatter send", "reduce_scatter recv"], send, recv, stream, |s, r| {
             // SAFETY: the buffer traits' contracts, and the length checked above.
@@ -299,11 +303,13 @@ impl Communicator {
     ) -> Result<(B::Guard<'b>, M::Guard<'b>), Error> {
         let n = self.ranks()?;
         if send.len() != recv.len() || send.len() % n != 0 {
-            return Err(Error::LengthMismatch {
-                what: "all_to_all buffers (equal, multiple of nranks)",
-                expected: send.len().next_multiple_of(n),
-                got: recv.len(),
-            });
+            const WHAT: &str = "all_to_all buffers (equal, multiple of nranks)";
+            let expected = send.len().checked_next_multiple_of(n).ok_or(Error::LengthOverflow {
+                what: WHAT,
+                count: send.len() / n + 1,
+                nranks: n,
+            })?;
+            return Err(Error::LengthMismatch { what: WHAT, expected, got: recv.len() });
         }
         let count = send.len() / n;
         self.two_buffers(["all_to_all send", "all_to_all recv"], send, recv, stream, |s, r| {
@@ -311,6 +317,13 @@ impl Communicator {
             unsafe { self.all_to_all_raw(s, r, count, T::DATA_TYPE, stream.as_raw()) }
         })
     }
+}
+
+/// `count * nranks` elements, the length a buffer of a gathering or scattering collective
+/// needs; [`Error::LengthOverflow`] where that is past `usize` (never saturated: a saturated
+/// length would let a buffer of `usize::MAX` elements pass for one it cannot be).
+pub(crate) fn times_ranks(what: &'static str, count: usize, nranks: usize) -> Result<usize, Error> {
+    count.checked_mul(nranks).ok_or(Error::LengthOverflow { what, count, nranks })
 }
 
 pub(crate) fn at_least(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {

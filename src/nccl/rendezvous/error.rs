@@ -3,6 +3,7 @@
 //! the facade (whose unique id it carries).
 
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -66,12 +67,32 @@ pub enum Error {
         waiting_for: &'static str,
     },
     /// The TCP rendezvous root's deadline passed before every rank had the id.
-    #[error("rendezvous timed out after {waited:?}: {} rank(s) never fetched the unique id ({}{})", missing.len(), missing.iter().take(8).map(|r| r.to_string()).collect::<Vec<_>>().join(", "), if missing.len() > 8 { ", ..." } else { "" })]
+    #[error(
+        "rendezvous timed out after {waited:?}: {} rank(s) never fetched the unique id ({})",
+        count(missing),
+        shown(missing)
+    )]
     MissingRanks {
         /// How long the root waited.
         waited: Duration,
-        /// The ranks that did not fetch the id, in order.
-        missing: Vec<u32>,
+        /// The ranks that did not fetch the id, as ranges in order (at most one more range
+        /// than ranks served, whatever the number of ranks missing).
+        missing: Vec<Range<u32>>,
+    },
+    /// A range of ranks to serve that holds something other than ranks: `start > end`, or
+    /// past `i32::MAX - 1` (NCCL's largest rank).
+    #[error("rendezvous: {start}..{end} is not a range of ranks (ranks run from 0 to 2147483646)")]
+    InvalidRanks {
+        /// The range's start.
+        start: u32,
+        /// The range's end.
+        end: u32,
+    },
+    /// A rank to fetch for past `i32::MAX - 1` (NCCL's largest rank).
+    #[error("rendezvous: {rank} is not a rank (ranks run from 0 to 2147483646)")]
+    InvalidRank {
+        /// The rank given.
+        rank: u32,
     },
     /// A rendezvous peer failed to prove the per-job secret (a wrong secret, another job, or
     /// someone else's listener at the root's address).
@@ -89,4 +110,22 @@ pub enum Error {
         /// Why it is refused.
         reason: String,
     },
+}
+
+/// How many ranks `missing` holds.
+fn count(missing: &[Range<u32>]) -> u64 {
+    missing.iter().map(|r| u64::from(r.end - r.start)).sum()
+}
+
+/// The first missing ranks, ranges as `a-b`: `1, 3-9, 12, ...`.
+fn shown(missing: &[Range<u32>]) -> String {
+    let mut parts: Vec<String> = missing
+        .iter()
+        .take(8)
+        .map(|r| if r.end - r.start == 1 { r.start.to_string() } else { format!("{}-{}", r.start, r.end - 1) })
+        .collect();
+    if missing.len() > 8 {
+        parts.push("...".into());
+    }
+    parts.join(", ")
 }

@@ -6,8 +6,10 @@
 //!
 //! # TCP
 //!
-//! The root serves the ranks it expects (a range) and returns once each has acknowledged the
-//! id, or reports the ranks that never did when the deadline passes. Every message has a fixed
+//! The root serves the ranks it expects (a range of NCCL ranks, `0..=i32::MAX - 1`) and
+//! returns once each has acknowledged the id, or reports the ranks that never did (as ranges)
+//! when the deadline passes; what it holds grows with the ranks served and the connections
+//! open (at most [`MAX_CONNECTIONS`]), never with the size of the range. Every message has a fixed
 //! size; no length comes from the peer. One connection, in order:
 //!
 //! | from | bytes | content |
@@ -46,6 +48,8 @@ use crate::nccl::types::UNIQUE_ID_BYTES;
 mod error;
 #[cfg(unix)]
 mod file;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod harness;
 mod tcp;
 
 pub use error::Error;
@@ -250,8 +254,43 @@ mod tests {
         let root = TcpRoot::bind_loopback(key()).unwrap();
         let err = root.serve(&id(1), 1..3, Duration::from_millis(100)).unwrap_err();
         assert!(
-            matches!(&err, Error::MissingRanks { waited, missing } if *waited == Duration::from_millis(100) && missing == &[1, 2]),
+            matches!(&err, Error::MissingRanks { waited, missing } if *waited == Duration::from_millis(100) && missing.iter().map(|r| (r.start, r.end)).eq([(1, 3)])),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn what_the_root_holds_grows_with_the_ranks_served_not_the_range() {
+        let root = TcpRoot::bind_loopback(key()).unwrap();
+        // Not ranges of ranks: refused before anything is held (4 GiB of flags before).
+        for (start, end) in [(0, u32::MAX), (5, 3), (0, i32::MAX as u32 + 1), (u32::MAX, u32::MAX)] {
+            let err = root.serve(&id(1), start..end, Duration::from_secs(60)).unwrap_err();
+            assert!(matches!(err, Error::InvalidRanks { start: s, end: e } if (s, e) == (start, end)), "{err}");
+        }
+        // Every rank NCCL can count, none connecting: one range missing, reported at once
+        // (2 GiB of flags and an 8 GiB list of the missing ranks before).
+        let start = Instant::now();
+        let err = root.serve(&id(1), 0..i32::MAX as u32, Duration::from_millis(50)).unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            matches!(&err, Error::MissingRanks { missing, .. } if missing.iter().map(|r| (r.start, r.end)).eq([(0, i32::MAX as u32)])),
+            "{err}"
+        );
+        assert!(err.to_string().contains("2147483647 rank(s) never fetched the unique id (0-2147483646)"), "{err}");
+        let err = fetch_tcp(root.local_addr().unwrap(), &key(), i32::MAX as u32, Duration::from_secs(60)).unwrap_err();
+        assert!(matches!(err, Error::InvalidRank { rank } if rank == i32::MAX as u32), "{err}");
+    }
+
+    #[test]
+    fn missing_ranks_are_the_gaps_between_the_served_ones() {
+        let served: std::collections::BTreeSet<u32> = [0, 3, 4, 7, 9, 40].into();
+        assert_eq!(missing_ranks(&(0..10), &served), [1..3, 5..7, 8..9]);
+        assert_eq!(missing_ranks(&(2..12), &served), [2..3, 5..7, 8..9, 10..12]);
+        assert_eq!(missing_ranks(&(5..5), &served), []);
+        let all = Error::MissingRanks { waited: Duration::from_secs(1), missing: missing_ranks(&(1..12), &served) };
+        assert_eq!(
+            all.to_string(),
+            "rendezvous timed out after 1s: 7 rank(s) never fetched the unique id (1-2, 5-6, 8, 10-11)"
         );
     }
 

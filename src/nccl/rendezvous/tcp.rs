@@ -1,6 +1,7 @@
 //! The TCP rendezvous: the root's listener serving the id to authenticated ranks
 //! ([`TcpRoot`]), and a rank's fetch ([`fetch_tcp`]), each within whole-operation deadlines.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
@@ -43,9 +44,13 @@ pub(super) enum Stage {
     WriteRefusal,
 }
 
-/// One connection to the root, with fixed-size buffers.
-pub(super) struct Conn {
-    stream: TcpStream,
+/// The largest rank a job can have: NCCL counts ranks in an `int`.
+pub(super) const MAX_RANK: u32 = i32::MAX as u32 - 1;
+
+/// One connection to the root, with fixed-size buffers: over a TCP stream, or over any byte
+/// stream that reads and writes without blocking (the fuzz targets' scripted peer).
+pub(super) struct Conn<S = TcpStream> {
+    stream: S,
     stage: Stage,
     /// Bytes of the current message read or written so far.
     done: usize,
@@ -58,7 +63,7 @@ pub(super) struct Conn {
     until: Instant,
     authenticated: bool,
     /// The rank acknowledged the id with a valid proof.
-    served: bool,
+    pub(super) served: bool,
 }
 
 pub(super) enum Step {
@@ -98,19 +103,25 @@ impl TcpRoot {
 
     /// Hands `id` to every rank in `ranks` that proves the key, and returns once each has
     /// acknowledged it. Fails with [`Error::MissingRanks`] (naming them) when
-    /// `timeout` passes first; `Duration::MAX` waits for ever.
+    /// `timeout` passes first; `Duration::MAX` waits for ever. A range that holds anything but
+    /// ranks (`start > end`, or past [`i32::MAX`]` - 1`, NCCL's largest) is
+    /// [`Error::InvalidRanks`].
+    ///
+    /// What it holds grows with the ranks served, never with the size of the range: the
+    /// ranks served so far, at most [`MAX_CONNECTIONS`] connections of fixed size.
     pub fn serve(&self, id: &UniqueId, ranks: Range<u32>, timeout: Duration) -> Result<ServeReport, Error> {
+        if ranks.start > ranks.end || ranks.end > MAX_RANK + 1 {
+            return Err(Error::InvalidRanks { start: ranks.start, end: ranks.end });
+        }
         let deadline = Deadline::after(timeout);
-        let want = ranks.end.saturating_sub(ranks.start) as usize;
-        let mut served = vec![false; want];
-        let mut count = 0usize;
+        let want = (ranks.end - ranks.start) as usize;
+        let mut served = BTreeSet::new();
         let mut report = ServeReport::default();
         let mut conns: Vec<Conn> = Vec::new();
         let mut pause = Duration::from_micros(200);
-        while count < want {
+        while served.len() < want {
             if deadline.passed() {
-                let missing = served.iter().enumerate().filter(|(_, s)| !**s).map(|(i, _)| ranks.start + i as u32);
-                return Err(Error::MissingRanks { waited: timeout, missing: missing.collect() });
+                return Err(Error::MissingRanks { waited: timeout, missing: missing_ranks(&ranks, &served) });
             }
             let mut progress = false;
             loop {
@@ -118,7 +129,7 @@ impl TcpRoot {
                     Ok((stream, _)) => {
                         progress = true;
                         if stream.set_nonblocking(true).is_err() {
-                            report.dropped += 1;
+                            bump(&mut report.dropped);
                             continue;
                         }
                         let _ = stream.set_nodelay(true);
@@ -126,7 +137,7 @@ impl TcpRoot {
                             // Make room: the oldest connection that has not proven the key.
                             let victim = conns.iter().position(|c| !c.authenticated).unwrap_or(0);
                             let _ = conns.swap_remove(victim).stream.shutdown(Shutdown::Both);
-                            report.dropped += 1;
+                            bump(&mut report.dropped);
                         }
                         conns.push(Conn::new(stream, deadline.capped(self.handshake_limit)));
                     }
@@ -134,7 +145,7 @@ impl TcpRoot {
                     // A connection that failed between SYN and accept (ECONNABORTED), or
                     // descriptors running out: that client may retry; the others go on.
                     Err(_) => {
-                        report.dropped += 1;
+                        bump(&mut report.dropped);
                         break;
                     }
                 }
@@ -143,7 +154,7 @@ impl TcpRoot {
             let mut i = 0;
             while i < conns.len() {
                 let step = if now >= conns[i].until {
-                    report.dropped += 1;
+                    bump(&mut report.dropped);
                     Step::Close
                 } else {
                     conns[i].advance(&self.key, id, &ranks, &mut report)
@@ -158,12 +169,8 @@ impl TcpRoot {
                         progress = true;
                         let c = conns.swap_remove(i);
                         if c.served {
-                            let slot = (c.rank - ranks.start) as usize;
-                            if !served[slot] {
-                                served[slot] = true;
-                                count += 1;
-                            }
-                            report.served += 1;
+                            served.insert(c.rank);
+                            bump(&mut report.served);
                         }
                         let _ = c.stream.shutdown(Shutdown::Both);
                     }
@@ -178,13 +185,42 @@ impl TcpRoot {
             }
         }
         // Duplicates of a served rank were counted once.
-        report.served = count as u32;
+        report.served = served.len() as u32;
         Ok(report)
     }
 }
 
-impl Conn {
-    fn new(stream: TcpStream, until: Instant) -> Self {
+/// Counts one more connection in a [`ServeReport`] counter. Saturating: a root that waits for
+/// ever can see more than `u32::MAX` connections come and go (a hostile client reconnecting).
+pub(super) fn bump(counter: &mut u32) {
+    *counter = counter.saturating_add(1);
+}
+
+/// The ranks of `ranks` not in `served`, as ranges in order: at most one more range than
+/// ranks served, however large `ranks` is.
+pub(super) fn missing_ranks(ranks: &Range<u32>, served: &BTreeSet<u32>) -> Vec<Range<u32>> {
+    let mut out = Vec::new();
+    let mut from = ranks.start;
+    for &r in served.range(ranks.clone()) {
+        if r > from {
+            out.push(from..r);
+        }
+        from = r + 1;
+    }
+    if from < ranks.end {
+        out.push(from..ranks.end);
+    }
+    out
+}
+
+impl<S: Read + Write> Conn<S> {
+    /// The stream, once the connection is done with.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn into_stream(self) -> S {
+        self.stream
+    }
+
+    pub(super) fn new(stream: S, until: Instant) -> Self {
         Conn {
             stream,
             stage: Stage::ReadHello,
@@ -246,7 +282,13 @@ impl Conn {
     }
 
     /// Moves the exchange on as far as the socket allows without blocking.
-    fn advance(&mut self, key: &RendezvousKey, id: &UniqueId, ranks: &Range<u32>, report: &mut ServeReport) -> Step {
+    pub(super) fn advance(
+        &mut self,
+        key: &RendezvousKey,
+        id: &UniqueId,
+        ranks: &Range<u32>,
+        report: &mut ServeReport,
+    ) -> Step {
         let before = (self.stage, self.done);
         let result = self.advance_inner(key, id, ranks, report);
         match result {
@@ -254,7 +296,7 @@ impl Conn {
             Ok(false) if (self.stage, self.done) != before => Step::Progress,
             Ok(false) => Step::Idle,
             Err(()) => {
-                report.dropped += 1;
+                bump(&mut report.dropped);
                 Step::Close
             }
         }
@@ -280,7 +322,7 @@ impl Conn {
                     self.client_nonce.copy_from_slice(&self.input[8..8 + NONCE]);
                     self.rank = u32::from_be_bytes(self.input[8 + NONCE..HELLO].try_into().expect("4 bytes"));
                     if !ranks.contains(&self.rank) {
-                        report.wrong_rank += 1;
+                        bump(&mut report.wrong_rank);
                         self.send(Stage::WriteRefusal, &[WRONG_RANK]);
                         continue;
                     }
@@ -303,7 +345,7 @@ impl Conn {
                     let rank = self.rank.to_be_bytes();
                     let proof = self.input;
                     if !key.verify(b"client", &[&self.client_nonce, &self.root_nonce, &rank], &proof[..TAG]) {
-                        report.refused += 1;
+                        bump(&mut report.refused);
                         self.send(Stage::WriteRefusal, &[DENIED]);
                         continue;
                     }
@@ -348,15 +390,32 @@ pub(super) enum Attempt {
     Fail(Error),
 }
 
+/// A rank's connection to the root: a TCP stream, or the fuzz targets' scripted root.
+pub(super) trait RankWire: Read + Write {
+    /// How long one read may block (`None`: no limit).
+    fn read_timeout(&mut self, limit: Option<Duration>) -> std::io::Result<()>;
+    /// How long one write may block (`None`: no limit).
+    fn write_timeout(&mut self, limit: Option<Duration>) -> std::io::Result<()>;
+}
+
+impl RankWire for TcpStream {
+    fn read_timeout(&mut self, limit: Option<Duration>) -> std::io::Result<()> {
+        self.set_read_timeout(limit)
+    }
+    fn write_timeout(&mut self, limit: Option<Duration>) -> std::io::Result<()> {
+        self.set_write_timeout(limit)
+    }
+}
+
 /// Reads exactly `buf.len()` bytes before `deadline`, however the peer splits them.
-pub(super) fn read_full(stream: &mut TcpStream, buf: &mut [u8], deadline: &Deadline) -> Result<(), Attempt> {
+pub(super) fn read_full(stream: &mut impl RankWire, buf: &mut [u8], deadline: &Deadline) -> Result<(), Attempt> {
     let mut got = 0;
     while got < buf.len() {
         let left = deadline.remaining();
         if left.is_some_and(|l| l.is_zero()) {
             return Err(Attempt::Fail(timed_out(deadline)));
         }
-        stream.set_read_timeout(left).map_err(|e| Attempt::Retry(io_err("cannot configure the connection")(e)))?;
+        stream.read_timeout(left).map_err(|e| Attempt::Retry(io_err("cannot configure the connection")(e)))?;
         match stream.read(&mut buf[got..]) {
             Ok(0) => {
                 return Err(Attempt::Retry(Error::Protocol {
@@ -373,12 +432,12 @@ pub(super) fn read_full(stream: &mut TcpStream, buf: &mut [u8], deadline: &Deadl
     Ok(())
 }
 
-pub(super) fn write_all(stream: &mut TcpStream, buf: &[u8], deadline: &Deadline) -> Result<(), Attempt> {
+pub(super) fn write_all(stream: &mut impl RankWire, buf: &[u8], deadline: &Deadline) -> Result<(), Attempt> {
     let left = deadline.remaining();
     if left.is_some_and(|l| l.is_zero()) {
         return Err(Attempt::Fail(timed_out(deadline)));
     }
-    stream.set_write_timeout(left).map_err(|e| Attempt::Retry(io_err("cannot configure the connection")(e)))?;
+    stream.write_timeout(left).map_err(|e| Attempt::Retry(io_err("cannot configure the connection")(e)))?;
     stream.write_all(buf).map_err(|e| {
         if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
             Attempt::Fail(timed_out(deadline))
@@ -394,12 +453,11 @@ pub(super) fn timed_out(deadline: &Deadline) -> Error {
 
 /// One exchange with the root.
 pub(super) fn attempt(
-    stream: &mut TcpStream,
+    stream: &mut impl RankWire,
     key: &RendezvousKey,
     rank: u32,
     deadline: &Deadline,
 ) -> Result<UniqueId, Attempt> {
-    let _ = stream.set_nodelay(true);
     let mut nonce = [0u8; NONCE];
     random(&mut nonce).map_err(Attempt::Fail)?;
     let rank_bytes = rank.to_be_bytes();
@@ -454,8 +512,12 @@ pub(super) fn attempt(
 
 /// A rank's side: connects to `root` (retrying while it is not listening yet, or drops the
 /// connection), proves the key, checks the root's proof and acknowledges the id, all within
-/// one `timeout` (`Duration::MAX`: none). It reads exactly the messages of the protocol.
+/// one `timeout` (`Duration::MAX`: none). It reads exactly the messages of the protocol. A
+/// `rank` past [`i32::MAX`]` - 1` (NCCL's largest) is [`Error::InvalidRank`].
 pub fn fetch_tcp(root: SocketAddr, key: &RendezvousKey, rank: u32, timeout: Duration) -> Result<UniqueId, Error> {
+    if rank > MAX_RANK {
+        return Err(Error::InvalidRank { rank });
+    }
     let deadline = Deadline::after(timeout);
     let mut last: Option<Error> = None;
     loop {
@@ -468,11 +530,14 @@ pub fn fetch_tcp(root: SocketAddr, key: &RendezvousKey, rank: u32, timeout: Dura
         }
         let connect_for = left.unwrap_or(CONNECT_ATTEMPT).min(CONNECT_ATTEMPT);
         match TcpStream::connect_timeout(&root, connect_for) {
-            Ok(mut stream) => match attempt(&mut stream, key, rank, &deadline) {
-                Ok(id) => return Ok(id),
-                Err(Attempt::Fail(e)) => return Err(e),
-                Err(Attempt::Retry(e)) => last = Some(e),
-            },
+            Ok(mut stream) => {
+                let _ = stream.set_nodelay(true);
+                match attempt(&mut stream, key, rank, &deadline) {
+                    Ok(id) => return Ok(id),
+                    Err(Attempt::Fail(e)) => return Err(e),
+                    Err(Attempt::Retry(e)) => last = Some(e),
+                }
+            }
             // Not listening yet: the usual case while the root starts.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => last = None,
             // Unreachable, timed out, reset: the root's host may still be coming up; the

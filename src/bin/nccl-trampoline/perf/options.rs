@@ -12,7 +12,7 @@ pub struct Args {
     /// The collective.
     #[arg(value_enum)]
     pub collective: Collective,
-    /// Smallest size in bytes (suffixes K, M, G: powers of 1024).
+    /// Smallest size in bytes (suffixes K, M, G, T: powers of 1024).
     #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = parse_size)]
     pub min_bytes: u64,
     /// Largest size in bytes.
@@ -86,10 +86,14 @@ pub struct Args {
     pub watchdog: Option<std::time::Duration>,
 }
 
-/// Parses a positive number of seconds.
-fn parse_seconds(s: &str) -> Result<std::time::Duration, Usage> {
+/// Parses a positive number of seconds that is a duration: at least a nanosecond (a smaller
+/// one would be a zero timeout), below 2^64 seconds.
+pub fn parse_seconds(s: &str) -> Result<std::time::Duration, Usage> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(std::time::Duration::from_secs_f64(v)),
+        Ok(v) if v > 0.0 => match std::time::Duration::try_from_secs_f64(v) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            _ => Err(Usage::SecondsOutOfRange(s.to_owned())),
+        },
         _ => Err(Usage::NotSeconds(s.to_owned())),
     }
 }
@@ -104,7 +108,12 @@ pub fn parse_size(s: &str) -> Result<u64, Usage> {
         Some('T' | 't') => (&s[..s.len() - 1], 40),
         _ => (s, 0),
     };
-    let Ok(n) = digits.parse::<u64>() else { return Err(Usage::NotASize(s.to_owned())) };
+    let number = digits.strip_prefix('+').unwrap_or(digits);
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Usage::NotASize(s.to_owned()));
+    }
+    // Only digits: a number that does not parse is past 2^64.
+    let n = number.parse::<u64>().map_err(|_| Usage::SizeOverflow(s.to_owned()))?;
     n.checked_mul(1u64 << shift).ok_or(Usage::SizeOverflow(s.to_owned()))
 }
 
@@ -119,5 +128,26 @@ mod tests {
         assert_eq!(parse_size("1G"), Ok(1 << 30));
         assert!(parse_size("1.5M").is_err());
         assert!(parse_size("99999999999G").is_err());
+        // A number past 2^64 is too large, not "not a size" (said so before).
+        assert_eq!(parse_size("18446744073709551616"), Err(Usage::SizeOverflow("18446744073709551616".into())));
+        assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(parse_size("+8"), Ok(8));
+        for s in ["", "K", "+", "-1", "8 K", "0x10", "++8"] {
+            assert_eq!(parse_size(s), Err(Usage::NotASize(s.trim().into())), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn watchdog_seconds_are_durations_or_usage_errors() {
+        use std::time::Duration;
+        assert_eq!(parse_seconds("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_seconds(" 1e-9 "), Ok(Duration::from_nanos(1)));
+        // Past Duration's range: a panic in Duration::from_secs_f64 before.
+        for s in ["1e300", "1.8446744073709552e19", "inf", "1e-300"] {
+            assert_eq!(parse_seconds(s), Err(Usage::SecondsOutOfRange(s.into())), "{s}");
+        }
+        for s in ["0", "-1", "NaN", "-inf", "soon", ""] {
+            assert_eq!(parse_seconds(s), Err(Usage::NotSeconds(s.into())), "{s}");
+        }
     }
 }

@@ -20,6 +20,11 @@ pub struct Plan {
 /// At most this many sizes per sweep (a typo in -i should not start a day-long run).
 const MAX_SIZES: usize = 100_000;
 
+/// The largest size a sweep measures: 2^48 bytes (256 TiB), past the memory of any GPU, and
+/// small enough that no buffer length of any layout (at most twice the size, times the
+/// element size at most) overflows.
+pub const MAX_BYTES: u64 = 1 << 48;
+
 impl Plan {
     /// Checks the options against each other and lists the sizes.
     pub fn new(args: &Args, nranks: usize) -> Result<Plan, Usage> {
@@ -31,6 +36,9 @@ impl Plan {
         }
         if args.max_bytes < args.min_bytes {
             return Err(Usage::MaxBelowMin { max: args.max_bytes, min: args.min_bytes });
+        }
+        if args.max_bytes > MAX_BYTES {
+            return Err(Usage::SizeTooLarge { max: args.max_bytes, limit: MAX_BYTES });
         }
         if args.step_factor == 1 && args.step_bytes == 0 && args.max_bytes > args.min_bytes {
             return Err(Usage::StepNeverReaches);
@@ -49,7 +57,16 @@ impl Plan {
             }
             let Ok(size) = usize::try_from(s) else { return Err(Usage::SizeBeyondMachine(s)) };
             sizes.push(size);
-            s = if args.step_factor > 1 { s.saturating_mul(args.step_factor) } else { s + args.step_bytes.max(1) };
+            // A next size past u64 is past -e too: the sweep ends there.
+            let next = if args.step_factor > 1 {
+                s.checked_mul(args.step_factor)
+            } else {
+                s.checked_add(args.step_bytes.max(1))
+            };
+            match next {
+                Some(n) => s = n,
+                None => break,
+            }
         }
         let ops: Vec<Option<Op>> =
             if args.collective.reduces() { args.op.list().into_iter().map(Some).collect() } else { vec![None] };
@@ -119,12 +136,37 @@ mod tests {
             ("broadcast -r 2", 2),
             ("all_reduce --procs 2 -g 2", 2),
             ("all_reduce -b 1 -e 1G -i 1", 2),
+            // Past MAX_BYTES: a panic (an overflowing step) or an absurd allocation before.
+            ("all_reduce -b 18446744073709551615 -e 18446744073709551615", 2),
+            ("all_reduce -b 1 -e 18446744073709551615 -f 2", 2),
+            ("all_gather -b 1T -e 1024T -d int8", 2),
         ] {
             assert!(Plan::new(&args(line).unwrap(), nranks).is_err(), "{line}");
         }
         for line in ["all_reduce -b x", "all_reduce -d float7", "all_reduce -o mean", "nothing", "all_reduce -c 2"] {
             assert!(args(line).is_err(), "{line}");
         }
+    }
+
+    #[test]
+    fn sweeps_end_where_the_next_size_would_overflow() {
+        // Steps past u64 (a debug-build panic, a wrapped size in release): the sweep ends.
+        let huge = u64::MAX.to_string();
+        let a = args(&format!("all_reduce -b 1 -e 256T -i {huge}")).unwrap();
+        assert_eq!(Plan::new(&a, 2).unwrap().sizes, [1]);
+        let a = args(&format!("all_reduce -b 256T -e 256T -f {huge}")).unwrap();
+        assert_eq!(Plan::new(&a, 2).unwrap().sizes, [1 << 48]);
+        let a = args("all_reduce -b 64T -e 256T -f 2").unwrap();
+        assert_eq!(Plan::new(&a, 2).unwrap().sizes, [1 << 46, 1 << 47, 1 << 48]);
+        // The largest size: the buffer arithmetic of every layout stays far from overflow.
+        let a = args("all_gather -b 256T -e 256T -d int8").unwrap();
+        let p = Plan::new(&a, 1024).unwrap();
+        let l = p.collective.layout(p.sizes[0], p.nranks);
+        assert!(l.send_offset.checked_mul(p.nranks).and_then(|b| b.checked_add(l.send)).is_some());
+        assert_eq!(
+            Plan::new(&args("all_reduce -b 1 -e 262145G").unwrap(), 2).unwrap_err(),
+            Usage::SizeTooLarge { max: 262145 << 30, limit: MAX_BYTES }
+        );
     }
 
     #[test]

@@ -1,0 +1,85 @@
+//! The command line: what a user can type, parsed by clap, and nothing else. It names no
+//! library type and touches no GPU, so the fuzz target `cli_options` (fuzz/) compiles this
+//! file and perf's option modules as they are and parses arbitrary argument lists through
+//! them (the command is a binary: no other crate can reach its types).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::perf::options::Args as PerfArgs;
+
+/// Drive NVIDIA NCCL through the nccl-trampoline call core: inspect, self-test, benchmark.
+#[derive(Parser, Debug)]
+#[command(name = "nccl-trampoline", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Report every NCCL/RCCL candidate, the one that loads and the ones it shadows, missing
+    /// symbols, NCCL environment variables, the net plugin NCCL would load, GPUs and driver.
+    Doctor(DoctorArgs),
+    /// Prove the call core against the built-in C oracle, then the real library if one is
+    /// found, then a verified all-reduce across all local GPUs if there are any.
+    Selftest(SelftestArgs),
+    /// nccl-tests-compatible sweeps of one collective (all_reduce, all_gather, broadcast,
+    /// reduce, reduce_scatter, alltoall, gather, scatter, sendrecv).
+    Perf(PerfArgs),
+    /// Loads one candidate and prints what it is (used by `doctor`, in a fresh process).
+    #[command(hide = true)]
+    Probe {
+        /// The library path or soname.
+        library: PathBuf,
+        /// Open it as a net plugin instead (its file and interface versions).
+        #[arg(long)]
+        net_plugin: bool,
+    },
+}
+
+/// `doctor`'s options.
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    /// Seconds each probe (one process per candidate library, and the net plugin's) may take
+    /// before it is stopped and reported as not answering.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = probe_limit)]
+    pub probe_timeout: Duration,
+}
+
+/// `--probe-timeout`: a positive number of seconds, at most a day.
+fn probe_limit(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!("{s} s: give more than 0 and at most 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Options of `selftest`.
+#[derive(clap::Args, Debug)]
+pub struct SelftestArgs {
+    /// The NCCL library to test (default: the discovery order, as `doctor` shows it).
+    #[arg(long, value_name = "PATH")]
+    pub library: Option<PathBuf>,
+    /// Skip the GPU stage even if GPUs are present.
+    #[arg(long)]
+    pub no_gpu: bool,
+    /// Elements (float32) per GPU in the verified all-reduce.
+    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        // clap's own checks of the definition (conflicting names, bad defaults).
+        Cli::command().debug_assert();
+    }
+}
