@@ -61,11 +61,14 @@ pub fn elf_image(bytes: &[u8]) -> Result<Vec<String>, String> {
     crate::foreign::elf::Image::parse(bytes, machine).map(|i| i.exported_functions()).map_err(|e| e.to_string())
 }
 
+/// A cache entry's name and path, and what the two lookups of that name returned.
+pub type CacheEntry = (Vec<u8>, Vec<u8>, [Option<std::path::PathBuf>; 2]);
+
 /// glibc's loader cache reader (`foreign::ld_cache`): `None` for a cache glibc would not
 /// use, else every entry's name and path, and for the first 32 names what a lookup for this
 /// machine, without and with the x86-64 hwcaps subfolders, returns (every lookup walks every
 /// entry: bounded work per input).
-pub fn ld_so_cache(bytes: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>, [Option<std::path::PathBuf>; 2])>> {
+pub fn ld_so_cache(bytes: &[u8]) -> Option<Vec<CacheEntry>> {
     let cache = crate::foreign::ld_cache::LdCache::parse(bytes.to_vec())?;
     let flags = crate::foreign::ld_cache::native_flags().unwrap_or(0x0303);
     let hwcaps = ["x86-64-v4", "x86-64-v3", "x86-64-v2"];
@@ -81,3 +84,4 @@ pub fn ld_so_cache(bytes: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>, [Option<std::p
             })
             .collect(),
     )
+}
