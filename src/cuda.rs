@@ -200,9 +200,13 @@ impl Driver {
     pub fn load_from(path: impl AsRef<Path>) -> Result<Driver, Error> {
         let path = path.as_ref().to_path_buf();
         let load_error = |reason: String| Error::Load { path: path.display().to_string(), reason };
-        // SAFETY: the CUDA driver's initialisers are safe to run in any process.
-        let lib = unsafe { libloading::Library::new(&path) }
-            .map_err(|e| load_error(crate::foreign::loader::failure(&path, &e)))?;
+        use crate::foreign::loader;
+        // SAFETY: the CUDA driver's initialisers are safe to run in any process; its file is
+        // checked before the loader maps it (a FIFO or a truncated file is refused, docs/adr/0024).
+        // RTLD_NODELETE: the driver keeps threads and process-wide state.
+        let lib = unsafe { loader::load(&path, loader::NOW_LOCAL | loader::NODELETE) }
+            .map_err(|e| load_error(e.to_string()))?
+            .library;
         let fns = DriverFns::resolve(&lib)?;
         let missing = fns.missing();
         if !missing.is_empty() {

@@ -40,6 +40,25 @@ fn child_loads_the_listed_files() {
     let mut out = std::io::stdout().lock();
     for file in std::fs::read_to_string(list).unwrap().lines() {
         // `env:PATH`: through NCCL_TRAMPOLINE_LIBRARY and `Nccl::load`.
+        // `cuda:PATH` and `mpi:PATH`: the other libraries the crate loads, through the same
+        // checked loader.
+        if let Some(path) = file.strip_prefix("cuda:") {
+            let line = match nccl_trampoline::cuda::Driver::load_from(path) {
+                Ok(_) => format!("ok\t{file}"),
+                Err(nccl_trampoline::cuda::Error::Load { reason, .. }) => format!("refused\t{file}\t{reason}"),
+                Err(e) => format!("error\t{file}\t{e}"),
+            };
+            writeln!(out, "{line}").unwrap();
+            continue;
+        }
+        if let Some(path) = file.strip_prefix("mpi:") {
+            let line = match nccl_trampoline::launch::Mpi::load_from(path) {
+                Ok(_) => format!("ok\t{file}"),
+                Err(e) => format!("refused\t{file}\t{e}"),
+            };
+            writeln!(out, "{line}").unwrap();
+            continue;
+        }
         let loaded = match file.strip_prefix("env:") {
             Some(path) => {
                 std::env::set_var(LIBRARY_ENV, path);
@@ -373,6 +392,14 @@ fn hostile_library_files_are_refused_in_one_line_never_crash_or_hang() {
     }
     let env = by_file(&through_variable);
     assert!(env.ends_with("\tnot a regular file but a FIFO"), "{env}");
+    // The CUDA driver and MPI go through the same loader.
+    let others = [PathBuf::from(format!("cuda:{}", fifo.display())), PathBuf::from(format!("mpi:{}", fifo.display()))];
+    let other_lines = load_in_children(&dir, &others, &["a FIFO as the CUDA driver".into(), "a FIFO as MPI".into()], 2);
+    for p in &others {
+        let prefix = format!("\t{}", p.display());
+        let line = other_lines.iter().find(|l| l.contains(&prefix)).cloned().unwrap_or_default();
+        assert!(line.starts_with("refused\t") && line.contains("not a regular file but a FIFO"), "{line}");
+    }
     let data = by_file(&files[4]);
     assert!(data.ends_with("\tncclGetVersion is a data object in this library, not a function"), "{data}");
     let (mut refused, mut loaded) = (0, Vec::new());

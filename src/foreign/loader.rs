@@ -20,15 +20,15 @@
 //! glibc's messages are terse and sometimes wrong for the case at hand: a library built for
 //! another architecture is reported as "cannot open shared object file: No such file or
 //! directory" although the file is there, and every message repeats the name it was given
-//! ("libcuda.so.1: libcuda.so.1: cannot open ..."). [`failure`] tells the first case apart
-//! from the ELF header and drops the repeated name. The loader's reports of the libraries
+//! ("libcuda.so.1: libcuda.so.1: cannot open ..."). The ELF check tells the first case apart
+//! before the loader runs, and the loader's own text is shown without the repeated name. The loader's reports of the libraries
 //! the checked file needs (`DT_NEEDED`) come through unchanged: those files are the system
 //! loader's to find and map, unchecked.
 
 use core::ffi::c_void;
 use std::path::{Path, PathBuf};
 
-use crate::foreign::elf::{elf_mismatch, Definition, Image};
+use crate::foreign::elf::{Definition, Image};
 use crate::foreign::error::LoadError;
 
 /// A library loaded from a checked file.
@@ -103,28 +103,6 @@ impl Loaded {
     }
 }
 
-/// Why `path` could not be loaded, given the loader's error: "no such file", "not found by
-/// the system loader" (for a bare soname: `LD_LIBRARY_PATH`, the ldconfig cache, the default
-/// folders), "built for aarch64, this program runs on x86_64: use the x86_64 build", "it needs
-/// libfoo.so.1, which the system loader cannot find", or the loader's own text without the
-/// repeated path.
-pub(crate) fn failure(path: &Path, error: &libloading::Error) -> String {
-    let text = without_name(&path.to_string_lossy(), error);
-    if is_bare_name(path) {
-        return if text.contains("No such file or directory") {
-            "not found by the system loader".to_string()
-        } else {
-            text
-        };
-    }
-    match read_head(path).map(|head| elf_mismatch(&head)) {
-        Err(LoadError::NoSuchFile) => "no such file".to_string(),
-        Err(e) => e.to_string(),
-        Ok(Some(mismatch)) => mismatch,
-        Ok(None) => needs(text),
-    }
-}
-
 /// The loader's text for `error`, without the name it was given (dlerror starts with it).
 fn without_name(given: &str, error: &libloading::Error) -> String {
     let text = error.to_string();
@@ -139,14 +117,6 @@ fn needs(text: String) -> String {
         Some(dependency) => format!("it needs {dependency}, which the system loader cannot find"),
         None => text,
     }
-}
-
-/// The first bytes of the file at `path`: enough for the ELF identification and `e_machine`.
-fn read_head(path: &Path) -> Result<Vec<u8>, LoadError> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(64);
-    crate::foreign::file::open_regular(path)?.take(64).read_to_end(&mut head)?;
-    Ok(head)
 }
 
 /// True for a name the system loader searches for (no `/`), such as `libnccl.so.2`.

@@ -191,9 +191,16 @@ fn open(path: &str, only_if_loaded: bool) -> Result<libloading::Library, String>
     if only_if_loaded {
         flags |= libc::RTLD_NOLOAD;
     }
+    if only_if_loaded {
+        // SAFETY: RTLD_NOLOAD maps nothing: an MPI already in the process, or an error.
+        return unsafe { Library::open(Some(path), flags) }.map(Into::into).map_err(|e| e.to_string());
+    }
     // SAFETY: loading an MPI library runs its initialisers, which is what linking it would
-    // do; nothing else happens until MPI_Init.
-    unsafe { Library::open(Some(path), flags) }.map(Into::into).map_err(|e| e.to_string())
+    // do; nothing else happens until MPI_Init. Its file is checked before the loader maps it
+    // (docs/adr/0024).
+    unsafe { crate::foreign::loader::load(std::path::Path::new(path), flags) }
+        .map(|loaded| loaded.library)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(not(unix))]
