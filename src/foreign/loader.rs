@@ -301,6 +301,7 @@ mod platform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::foreign::elf::elf_mismatch;
 
     /// The first 20 bytes of an ELF header: class, byte order, type ET_DYN, machine.
     fn header(class: u8, data: u8, machine: u16) -> Vec<u8> {
