@@ -104,6 +104,7 @@ impl Loaded {
 }
 
 /// The loader's text for `error`, without the name it was given (dlerror starts with it).
+#[cfg(target_os = "linux")]
 fn without_name(given: &str, error: &libloading::Error) -> String {
     let text = error.to_string();
     text.split_once(&format!("{given}: ")).map_or(text.as_str(), |(_, rest)| rest).to_string()
@@ -111,6 +112,7 @@ fn without_name(given: &str, error: &libloading::Error) -> String {
 
 /// "it needs libfoo.so.1, which the system loader cannot find" for the loader's report that a
 /// needed library is missing; the text itself otherwise.
+#[cfg(target_os = "linux")]
 fn needs(text: String) -> String {
     match text.strip_suffix(": cannot open shared object file: No such file or directory") {
         // The file is fine; a library it needs is not.

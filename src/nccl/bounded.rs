@@ -85,6 +85,7 @@ impl<T> Handoff<T> {
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 /// How long the process's exit waits for cleanups in progress.
+#[cfg(all(unix, not(miri)))]
 pub(crate) const EXIT_WAIT: Duration = Duration::from_secs(10);
 
 /// Cleanups running on the facade's own threads, which the process's exit waits for.
@@ -95,14 +96,17 @@ pub(crate) struct Busy(());
 
 impl Busy {
     pub(crate) fn start() -> Busy {
-        static AT_EXIT: std::sync::Once = std::sync::Once::new();
-        AT_EXIT.call_once(|| {
-            #[cfg(unix)]
-            // SAFETY: `wait_for_cleanups` is an `extern "C" fn()` that never unwinds.
-            unsafe {
-                libc::atexit(wait_for_cleanups);
-            }
-        });
+        // (Miri has no `atexit`: its runs only count.)
+        #[cfg(all(unix, not(miri)))]
+        {
+            static AT_EXIT: std::sync::Once = std::sync::Once::new();
+            AT_EXIT.call_once(|| {
+                // SAFETY: `wait_for_cleanups` is an `extern "C" fn()` that never unwinds.
+                unsafe {
+                    libc::atexit(wait_for_cleanups);
+                }
+            });
+        }
         *CLEANUPS.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
         Busy(())
     }
@@ -119,7 +123,7 @@ impl Drop for Busy {
 }
 
 /// At exit: waits until no cleanup runs, at most [`EXIT_WAIT`].
-#[cfg(unix)]
+#[cfg(all(unix, not(miri)))]
 extern "C" fn wait_for_cleanups() {
     let deadline = Deadline::after(Some(EXIT_WAIT));
     let mut n = CLEANUPS.0.lock().unwrap_or_else(PoisonError::into_inner);
