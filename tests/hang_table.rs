@@ -49,11 +49,15 @@ struct Fixture {
 }
 
 impl Fixture {
-    /// For rows that do not use the fixture's communicator: left alone (its teardown is other
-    /// rows' business), so that the row reaches only what it calls itself.
-    fn nccl(self) -> Nccl {
-        std::mem::forget(self.comm);
-        self.nccl
+    fn run(self, run: &Run) -> String {
+        match run {
+            Run::Uses(f) => {
+                let out = f(&self);
+                std::mem::forget(self.comm);
+                out
+            }
+            Run::Takes(f) => f(self),
+        }
     }
 }
 
@@ -86,7 +90,16 @@ struct Row {
     bound: Bound,
     /// Documented as NCCL calls on the caller's own thread: NCCL bounds them, not the facade.
     direct: bool,
-    run: fn(Fixture) -> String,
+    run: Run,
+}
+
+/// A row's method: one that uses the fixture (its communicator is then left alone: its teardown
+/// is other rows' business, so that the row reaches only what it calls itself), or one that
+/// takes it (destroy, abort, drop).
+#[derive(Clone, Copy)]
+enum Run {
+    Uses(fn(&Fixture) -> String),
+    Takes(fn(Fixture) -> String),
 }
 
 fn shown<T: std::fmt::Debug, E: std::fmt::Display>(r: Result<T, E>) -> String {
@@ -110,30 +123,27 @@ const ROWS: &[Row] = &[
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let nccl = f.nccl();
-            shown(Communicator::init_rank_with(&nccl, 2, &id(), 0, &options(false)).map(std::mem::forget))
-        },
+        run: Run::Uses(|f| {
+            shown(Communicator::init_rank_with(&f.nccl, 2, &id(), 0, &options(false)).map(std::mem::forget))
+        }),
     },
     Row {
         method: "Communicator::init_rank_with (non-blocking)",
         nonblocking: true,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let nccl = f.nccl();
-            shown(Communicator::init_rank_with(&nccl, 2, &id(), 0, &options(true)).map(std::mem::forget))
-        },
+        run: Run::Uses(|f| {
+            shown(Communicator::init_rank_with(&f.nccl, 2, &id(), 0, &options(true)).map(std::mem::forget))
+        }),
     },
     Row {
         method: "Pending::poll until done",
         nonblocking: true,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let nccl = f.nccl();
+        run: Run::Uses(|f| {
             let started = Instant::now();
-            let mut p = match Communicator::begin_init_rank(&nccl, 2, &id(), 0, &options(true)) {
+            let mut p = match Communicator::begin_init_rank(&f.nccl, 2, &id(), 0, &options(true)) {
                 Ok(p) => p,
                 Err(e) => return format!("Err({e})"),
             };
@@ -145,103 +155,83 @@ const ROWS: &[Row] = &[
                     Err(e) => return format!("Err({e})"),
                 }
             }
-        },
+        }),
     },
     Row {
         method: "drop(Pending)",
         nonblocking: true,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let nccl = f.nccl();
-            let p = Communicator::begin_init_rank(&nccl, 2, &id(), 0, &options(true));
+        run: Run::Uses(|f| {
+            let p = Communicator::begin_init_rank(&f.nccl, 2, &id(), 0, &options(true));
             // Dropped before NCCL's job is done: the drop aborts what it made.
             std::thread::sleep(Duration::from_millis(10));
             drop(p);
             "dropped".into()
-        },
+        }),
     },
     Row {
         method: "Communicator::init_all",
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let nccl = f.nccl();
-            shown(Communicator::init_all_with(&nccl, &[0, 1], timeouts()).map(|c| {
+        run: Run::Uses(|f| {
+            shown(Communicator::init_all_with(&f.nccl, &[0, 1], timeouts()).map(|c| {
                 let n = c.len();
                 std::mem::forget(c);
                 n
             }))
-        },
+        }),
     },
     Row {
         method: "Communicator::split",
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let s = shown(f.comm.split(0, 0, None).map(|c| c.map(std::mem::forget).is_some()));
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.split(0, 0, None).map(|c| c.map(std::mem::forget).is_some()))),
     },
     Row {
         method: "Communicator::split (non-blocking)",
         nonblocking: true,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let s = shown(f.comm.split(0, 0, None).map(|c| c.map(std::mem::forget).is_some()));
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.split(0, 0, None).map(|c| c.map(std::mem::forget).is_some()))),
     },
     Row {
         method: "Communicator::shrink (non-blocking)",
         nonblocking: true,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let s = shown(f.comm.shrink(&[1], None, ShrinkMode::Default).map(std::mem::forget));
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.shrink(&[1], None, ShrinkMode::Default).map(std::mem::forget))),
     },
     Row {
         method: "Nccl::split_all",
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let s = shown(f.nccl.split_all(&[(&f.comm, 0, 0)], None).map(|c| {
+        run: Run::Uses(|f| {
+            shown(f.nccl.split_all(&[(&f.comm, 0, 0)], None).map(|c| {
                 let n = c.len();
                 std::mem::forget(c);
                 n
-            }));
-            std::mem::forget(f.comm);
-            s
-        },
+            }))
+        }),
     },
     Row {
         method: "Communicator::init_rank_scalable",
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let nccl = f.nccl();
-            shown(Communicator::init_rank_scalable(&nccl, 2, 0, &[id()], &options(false)).map(std::mem::forget))
-        },
+        run: Run::Uses(|f| {
+            shown(Communicator::init_rank_scalable(&f.nccl, 2, 0, &[id()], &options(false)).map(std::mem::forget))
+        }),
     },
     Row {
         method: "Communicator::join_grow",
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let nccl = f.nccl();
-            shown(Communicator::join_grow(&nccl, 3, &id(), 2, &options(false)).map(std::mem::forget))
-        },
+        run: Run::Uses(|f| shown(Communicator::join_grow(&f.nccl, 3, &id(), 2, &options(false)).map(std::mem::forget))),
     },
     // ---- ending: finalize, destroy, drop and abort run bounded ----
     Row {
@@ -249,93 +239,81 @@ const ROWS: &[Row] = &[
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let s = shown(f.comm.finalize());
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.finalize())),
     },
     Row {
         method: "Communicator::finalize (non-blocking)",
         nonblocking: true,
         bound: Bound::One,
         direct: false,
-        run: |f| {
-            let s = shown(f.comm.finalize());
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.finalize())),
     },
     Row {
         method: "Communicator::destroy",
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| shown(f.comm.destroy()),
+        run: Run::Takes(|f| shown(f.comm.destroy())),
     },
     Row {
         method: "drop(Communicator)",
         nonblocking: false,
         bound: Bound::Two,
         direct: false,
-        run: |f| {
+        run: Run::Takes(|f| {
             drop(f.comm);
             "dropped".into()
-        },
+        }),
     },
     Row {
         method: "drop(Communicator) (non-blocking)",
         nonblocking: true,
         bound: Bound::Two,
         direct: false,
-        run: |f| {
+        run: Run::Takes(|f| {
             drop(f.comm);
             "dropped".into()
-        },
+        }),
     },
     Row {
         method: "Communicator::abort",
         nonblocking: false,
         bound: Bound::One,
         direct: false,
-        run: |f| shown(f.comm.abort()),
+        run: Run::Takes(|f| shown(f.comm.abort())),
     },
     Row {
         method: "AbortHandle::abort",
         nonblocking: true,
         bound: Bound::One,
         direct: false,
-        run: |f| shown(f.comm.abort_handle().abort()),
+        run: Run::Takes(|f| shown(f.comm.abort_handle().abort())),
     },
     Row {
         method: "AbortHandle::state and Debug",
         nonblocking: false,
         bound: Bound::AtOnce,
         direct: false,
-        run: |f| {
+        run: Run::Uses(|f| {
             let h = f.comm.abort_handle();
-            let s = format!("{:?} {h:?}", h.state());
-            std::mem::forget(f.comm); // its teardown is another row's
-            s
-        },
+            format!("{:?} {h:?}", h.state())
+        }),
     },
     Row {
         method: "count, rank, cu_device, state, as_raw",
         nonblocking: false,
         bound: Bound::AtOnce,
         direct: false,
-        run: |f| {
-            let s = format!(
+        run: Run::Uses(|f| {
+            format!(
                 "{:?} {:?} {:?} {:?} {}",
                 f.comm.count(),
                 f.comm.rank(),
                 f.comm.cu_device(),
                 f.comm.state(),
                 f.comm.as_raw().is_null()
-            );
-            std::mem::forget(f.comm);
-            s
-        },
+            )
+        }),
     },
     // ---- one NCCL call on the caller's thread (documented as NCCL's to bound) ----
     Row {
@@ -343,121 +321,87 @@ const ROWS: &[Row] = &[
         nonblocking: false,
         bound: Bound::One,
         direct: true,
-        run: |f| {
-            let s = raw_all_reduce(&f.comm);
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| raw_all_reduce(&f.comm)),
     },
     Row {
         method: "Communicator::all_reduce_raw (non-blocking)",
         nonblocking: true,
         bound: Bound::Two,
         direct: true,
-        run: |f| {
-            let s = raw_all_reduce(&f.comm);
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| raw_all_reduce(&f.comm)),
     },
     Row {
         method: "Communicator::all_reduce_in_place",
         nonblocking: false,
         bound: Bound::One,
         direct: true,
-        run: |f| {
+        run: Run::Uses(|f| {
             let mut buf = HostBuf::new(vec![1.0; 4]);
-            let s = shown(f.comm.all_reduce_in_place(&mut buf, RedOp::SUM, &FakeStream::new(0x52)));
-            std::mem::forget(f.comm);
-            s
-        },
+            shown(f.comm.all_reduce_in_place(&mut buf, RedOp::SUM, &FakeStream::new(0x52)))
+        }),
     },
     Row {
         method: "Nccl::group_scope",
         nonblocking: false,
         bound: Bound::One,
         direct: true,
-        run: |f| {
+        run: Run::Uses(|f| {
             let mut buf = HostBuf::new(vec![1.0; 4]);
             let stream = FakeStream::new(0x53);
-            let s = shown(f.nccl.group_scope(|g| g.all_reduce_in_place(&f.comm, &mut buf, RedOp::SUM, &stream)));
-            std::mem::forget(f.comm);
-            s
-        },
+            shown(f.nccl.group_scope(|g| g.all_reduce_in_place(&f.comm, &mut buf, RedOp::SUM, &stream)))
+        }),
     },
     Row {
         method: "Group::end (non-blocking)",
         nonblocking: true,
         bound: Bound::Two,
         direct: true,
-        run: |f| {
-            let s = match f.nccl.group() {
-                Ok(g) => {
-                    let _ = raw_all_reduce(&f.comm);
-                    shown(g.end())
-                }
-                Err(e) => format!("Err({e})"),
-            };
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| match f.nccl.group() {
+            Ok(g) => {
+                let _ = raw_all_reduce(&f.comm);
+                shown(g.end())
+            }
+            Err(e) => format!("Err({e})"),
+        }),
     },
     Row {
         method: "Communicator::wait (stream wait)",
         nonblocking: false,
         bound: Bound::One,
         direct: true,
-        run: |f| {
-            let s = shown(f.comm.wait(&FakeStream::new(0x51)));
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.wait(&FakeStream::new(0x51)))),
     },
     Row {
         method: "Communicator::async_error",
         nonblocking: false,
         bound: Bound::One,
         direct: true,
-        run: |f| {
-            let s = shown(f.comm.async_error());
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.async_error())),
     },
     Row {
         method: "Communicator::revoke (non-blocking)",
         nonblocking: true,
         bound: Bound::Two,
         direct: true,
-        run: |f| {
-            let s = shown(f.comm.revoke());
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.revoke())),
     },
     Row {
         method: "Communicator::properties",
         nonblocking: false,
         bound: Bound::One,
         direct: true,
-        run: |f| {
-            let s = shown(f.comm.properties().map(|_| ()));
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| shown(f.comm.properties().map(|_| ()))),
     },
     Row {
         method: "Communicator::register",
         nonblocking: false,
         bound: Bound::One,
         direct: true,
-        run: |f| {
+        run: Run::Uses(|f| {
             let mut buf = vec![0u8; 64];
             // SAFETY: the stand-in only records the address.
-            let s = shown(unsafe { f.comm.register(buf.as_mut_ptr().cast(), buf.len()) }.map(drop));
-            std::mem::forget(f.comm);
-            s
-        },
+            shown(unsafe { f.comm.register(buf.as_mut_ptr().cast(), buf.len()) }.map(drop))
+        }),
     },
     // Last: its watchdog keeps polling NCCL in the background.
     Row {
@@ -465,11 +409,7 @@ const ROWS: &[Row] = &[
         nonblocking: false,
         bound: Bound::AtOnce,
         direct: false,
-        run: |f| {
-            let s = format!("{:?}", f.comm.watchdog_report());
-            std::mem::forget(f.comm);
-            s
-        },
+        run: Run::Uses(|f| format!("{:?}", f.comm.watchdog_report())),
     },
 ];
 
@@ -477,7 +417,7 @@ const ROWS: &[Row] = &[
 fn reached(log: &Log, row: &Row) -> Vec<String> {
     let f = fixture(row);
     log.f::<extern "C" fn()>("fake_seen_reset")();
-    let _ = (row.run)(f);
+    let _ = f.run(&row.run);
     let n = log.f::<extern "C" fn() -> i32>("fake_seen_count")();
     let at = log.f::<extern "C" fn(i32) -> *const std::ffi::c_char>("fake_seen_at");
     // SAFETY: the stand-in's names are NUL-terminated literals.
@@ -510,7 +450,7 @@ fn try_row(log: &Log, row: &Row, entry: &str) -> Result<String, String> {
     let (run, thread_self) = (row.run, log.f::<extern "C" fn() -> u64>("fake_thread_self"));
     let worker = std::thread::spawn(move || {
         let _ = tx.send(Err(thread_self()));
-        let out = run(f);
+        let out = f.run(&run);
         let _ = tx.send(Ok(out));
     });
     let thread = match rx.recv() {
