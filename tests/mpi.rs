@@ -17,14 +17,24 @@ use nccl_trampoline::launch::{Mpi, MpiAbi};
 /// The tests share the stand-ins' state: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// The stand-in built for `flavour`, once per process: a library rebuilt at the same path
+/// while the loader still holds the old one would be two objects (the crate loads the file
+/// checked, by descriptor; a plain `dlopen` of the path finds the old one by its name).
 fn stand_in(flavour: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, p)) = built.iter().find(|(f, _)| f == flavour) {
+        return p.clone();
+    }
     let dir = common::work_dir(&format!("fake-mpi-{flavour}"));
-    common::build_shared_with(
+    let path = common::build_shared_with(
         &dir,
         &format!("fakempi_{flavour}"),
         &[common::repo_file("tests/c/fake_mpi.c")],
         &[&format!("-DFAKE_ABI_{}", flavour.to_uppercase())],
-    )
+    );
+    built.push((flavour.to_string(), path.clone()));
+    path
 }
 
 /// The stand-in's test controls.
