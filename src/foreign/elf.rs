@@ -259,6 +259,26 @@ enum Value {
 /// member of a large structure is far less; a corrupted high byte is far more).
 const MAX_FOREIGN_ADDEND: u64 = 1 << 32;
 
+/// The bytes of `DT_RELA` the loader applies as such. GNU ld on riscv64 (and older ld
+/// elsewhere) makes `DT_RELASZ` cover `.rela.plt` as well; glibc then takes the PLT's part off
+/// when the two tables end at the same byte (glibc 2.36, elf/dynamic-link.h,
+/// `_ELF_DYNAMIC_DO_RELOC`: `ranges[0].size -= size`), so each relocation is applied once.
+fn rela_applied(d: &Dynamic) -> Result<Option<u64>, LoadError> {
+    if d.get(DT_RELA).is_none() {
+        return Ok(None);
+    }
+    let (at, size) = (d.get(DT_RELA).unwrap_or(0), d.get(DT_RELASZ).ok_or(LoadError::Missing { what: "DT_RELASZ" })?);
+    let end = at.checked_add(size).ok_or(LoadError::BadValue { what: "DT_RELASZ", value: size })?;
+    let plt = d.get(DT_JMPREL).zip(d.get(DT_PLTRELSZ));
+    match plt {
+        Some((plt_at, plt_size)) if plt_at.checked_add(plt_size) == Some(end) => {
+            // glibc's subtraction wraps when the PLT's table starts before DT_RELA.
+            size.checked_sub(plt_size).map(Some).ok_or(LoadError::BadValue { what: "DT_RELASZ", value: size })
+        }
+        _ => Ok(Some(size)),
+    }
+}
+
 /// The bytes the GOT's reserved entries take that the loader writes for lazy binding.
 fn reserved_got_bytes(machine: u16) -> u64 {
     if machine == EM_RISCV {
@@ -851,14 +871,15 @@ impl<R: Read + Seek> Reader<R> {
         if d.get(DT_SYMENT).is_some_and(|e| e != SYM_BYTES) {
             return Err(LoadError::BadValue { what: "DT_SYMENT", value: d.get(DT_SYMENT).unwrap_or(0) });
         }
-        let rela = self.rela_table(&d, DT_RELA, DT_RELASZ, &mut tables)?;
+        let rela = self.rela_table(&d, DT_RELA, rela_applied(&d)?, &mut tables)?;
         if d.get(DT_RELA).is_some() && d.get(DT_RELAENT) != Some(RELA_BYTES) {
             return Err(match d.get(DT_RELAENT) {
                 None => LoadError::Missing { what: "DT_RELAENT" },
                 Some(v) => LoadError::BadValue { what: "DT_RELAENT", value: v },
             });
         }
-        let jmprel = self.rela_table(&d, DT_JMPREL, DT_PLTRELSZ, &mut tables)?;
+        let plt_size = d.get(DT_JMPREL).map(|_| d.get(DT_PLTRELSZ).ok_or(LoadError::Missing { what: "DT_PLTRELSZ" }));
+        let jmprel = self.rela_table(&d, DT_JMPREL, plt_size.transpose()?, &mut tables)?;
         if d.get(DT_JMPREL).is_some() && d.get(DT_PLTREL) != Some(DT_RELA) {
             return Err(match d.get(DT_PLTREL) {
                 None => LoadError::Missing { what: "DT_PLTREL" },
@@ -1035,12 +1056,12 @@ impl<R: Read + Seek> Reader<R> {
         &mut self,
         d: &Dynamic,
         tag: u64,
-        size_tag: u64,
+        size: Option<u64>,
         tables: &mut Vec<Table>,
     ) -> Result<Vec<u8>, LoadError> {
-        let Some(at) = d.get(tag) else { return Ok(Vec::new()) };
-        let size = d.get(size_tag).ok_or(LoadError::Missing { what: tag_name(size_tag) })?;
+        let (Some(at), Some(size)) = (d.get(tag), size) else { return Ok(Vec::new()) };
         if size % RELA_BYTES != 0 {
+            let size_tag = if tag == DT_RELA { DT_RELASZ } else { DT_PLTRELSZ };
             return Err(LoadError::BadValue { what: tag_name(size_tag), value: size });
         }
         let bytes = self.table(at, size, tag_name(tag))?;
@@ -1651,11 +1672,12 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 mod tests {
     use super::*;
 
-    /// tests/data/elf/tiny.c built by gcc 12 (Debian 12) for x86-64 and AArch64, and for
-    /// x86-64 with RELR relocations and a System V hash table (the commands are in that
-    /// folder's README).
+    /// tests/data/elf/tiny.c built by gcc 12 (Debian 12) for x86-64, AArch64 and riscv64
+    /// (whose `DT_RELASZ` covers `.rela.plt` too), and for x86-64 with RELR relocations and a
+    /// System V hash table (the commands are in that folder's README).
     const X86_64: &[u8] = include_bytes!("../../tests/data/elf/tiny-x86_64.so");
     const AARCH64: &[u8] = include_bytes!("../../tests/data/elf/tiny-aarch64.so");
+    const RISCV64: &[u8] = include_bytes!("../../tests/data/elf/tiny-riscv64.so");
     const RELR_SYSV: &[u8] = include_bytes!("../../tests/data/elf/tiny-relr-sysv-hash.so");
 
     /// Where things are in a (valid) file, to corrupt them one at a time.
@@ -1711,7 +1733,8 @@ mod tests {
 
     #[test]
     fn the_seeds_pass_and_say_what_they_define() {
-        for (bytes, machine) in [(X86_64, EM_X86_64), (AARCH64, EM_AARCH64), (RELR_SYSV, EM_X86_64)] {
+        let seeds = [(X86_64, EM_X86_64), (AARCH64, EM_AARCH64), (RISCV64, EM_RISCV), (RELR_SYSV, EM_X86_64)];
+        for (bytes, machine) in seeds {
             let image = Image::parse(bytes, machine).unwrap();
             assert_eq!(image.exported_functions(), ["tiny_function"]);
             assert!(matches!(image.definition("tiny_function"), Some(Definition::Function(_))));
@@ -1952,6 +1975,27 @@ mod tests {
         let info = u64_at(&l.0, r + 8);
         l.put(r + 8, (info & !0xffff_ffff) | 5);
         assert_eq!(l.error(), "a copy relocation (no shared library needs one), which this loader does not check");
+    }
+
+    /// `DT_RELASZ` covering the PLT's relocations as well: applied once when the two tables
+    /// end together (as glibc takes them: the riscv64 seed, and x86-64's table stretched), a
+    /// duplicate write when they do not.
+    #[test]
+    fn a_relocation_table_covering_the_plts_is_applied_once() {
+        let l = layout(RISCV64);
+        assert_eq!(l.value(DT_RELA) + l.value(DT_RELASZ), l.value(DT_JMPREL) + l.value(DT_PLTRELSZ));
+        assert!(l.check().is_ok());
+        let mut l = layout(X86_64);
+        let (rela, plt) = (l.value(DT_RELA), l.value(DT_JMPREL));
+        assert_eq!(rela + l.value(DT_RELASZ), plt, "the seed's tables are adjacent");
+        let at = l.entry(DT_RELASZ);
+        l.put(at + 8, plt + l.value(DT_PLTRELSZ) - rela);
+        assert!(l.check().is_ok(), "{:?}", l.check().err());
+        // The PLT's table moved back onto DT_RELA's last entry: the two no longer end
+        // together, and that entry would be applied twice.
+        let jmprel = l.entry(DT_JMPREL);
+        l.put(jmprel + 8, plt - 24);
+        assert!(l.error().ends_with("where another relocation writes"), "{}", l.error());
     }
 
     /// Every byte of the headers and of every table the loader reads, set to three values:

@@ -295,7 +295,7 @@ struct job {
 
 /* NCCL's group job before 2.27: in the starting thread's storage (see the header). */
 #define THREAD_LOCAL_GROUP_JOB (FAKE_VERSION >= 21400 && FAKE_VERSION < 22700)
-struct group_job { _Atomic int running; };
+struct group_job { int running; }; /* read and written with __atomic builtins */
 static __thread struct group_job thread_group_job;
 static pthread_key_t thread_exit_key;
 static pthread_once_t thread_exit_once = PTHREAD_ONCE_INIT;
