@@ -231,7 +231,10 @@ static void maybe_hang(const char *fn) {
         if (pthread_equal(hung[i], pthread_self())) { hung[i] = hung[--nhung_threads]; break; }
     pthread_mutex_unlock(&seen_lock);
 }
+/* An entry point's name (a string literal: the hang table's list keeps the pointer). */
 static void name(const char *s) { maybe_hang(s); put(s, strlen(s) + 1); }
+/* A caller's string argument, recorded with its NUL (the caller may free it after the call). */
+static void text(const char *s) { put(s, strlen(s) + 1); }
 #define ARG(x) put(&(x), sizeof(x))
 
 /* The result of the current call: a pending failure, else success. */
@@ -1148,7 +1151,7 @@ static size_t fake_param_size(int type) {
     return sizes[type];
 }
 ncclResult_t ncclParamBind(void **out, const char *key) {
-    name("ncclParamBind"); ARG_GIVEN(out); if (key) name(key);
+    name("ncclParamBind"); ARG_GIVEN(out); if (key) text(key);
     if (!out || !key) return ncclInvalidArgument;
     struct fake_param *p = fake_param_find(key);
     if (!p) return ncclInvalidArgument;
@@ -1196,7 +1199,7 @@ ncclResult_t ncclParamGet(void *h, void *out, int maxLen, int *len) {
 }
 static _Thread_local char fake_value_buf[256];
 ncclResult_t ncclParamGetParameter(const char *key, const char **value, int *valueLen) {
-    name("ncclParamGetParameter"); if (key) name(key); ARG_GIVEN(value); ARG_GIVEN(valueLen);
+    name("ncclParamGetParameter"); if (key) text(key); ARG_GIVEN(value); ARG_GIVEN(valueLen);
     if (!key || !value || !valueLen) return ncclInvalidArgument;
     struct fake_param *p = fake_param_find(key);
     if (!p) { *value = NULL; *valueLen = 0; return ncclInvalidArgument; }
