@@ -28,9 +28,11 @@
 //!   and `DT_FILTER`, of every symbol and version name;
 //! - every symbol: a function (`STT_FUNC`, `STT_GNU_IFUNC`) inside an executable segment, a
 //!   data object inside a load segment, a thread-local one inside `PT_TLS`;
-//! - every relocation (`RELA`, `JMPREL`, `RELR`): of a type the loader applies on this
-//!   machine, writing inside a writable segment, not into a table the loader reads and not
-//!   where another relocation writes, its symbol inside the symbol table; a relative
+//! - every relocation (`RELA`, `JMPREL`, `RELR`; `RELA` without the PLT's part when
+//!   `DT_RELASZ` covers `.rela.plt` too, as GNU ld writes it on riscv64 and glibc reads it):
+//!   of a type the loader applies on this machine, writing inside a writable segment, not
+//!   into a table the loader reads and not where another relocation writes, its symbol
+//!   inside the symbol table; a relative
 //!   relocation's value inside the library; a GOT slot's addend 0 (AArch64's loader adds it);
 //!   an address relocation's value inside the library for its own symbols, within 4 GiB of
 //!   another object's; a TLS offset inside the TLS block; an indirect function's resolver
@@ -264,10 +266,8 @@ const MAX_FOREIGN_ADDEND: u64 = 1 << 32;
 /// when the two tables end at the same byte (glibc 2.36, elf/dynamic-link.h,
 /// `_ELF_DYNAMIC_DO_RELOC`: `ranges[0].size -= size`), so each relocation is applied once.
 fn rela_applied(d: &Dynamic) -> Result<Option<u64>, LoadError> {
-    if d.get(DT_RELA).is_none() {
-        return Ok(None);
-    }
-    let (at, size) = (d.get(DT_RELA).unwrap_or(0), d.get(DT_RELASZ).ok_or(LoadError::Missing { what: "DT_RELASZ" })?);
+    let Some(at) = d.get(DT_RELA) else { return Ok(None) };
+    let size = d.get(DT_RELASZ).ok_or(LoadError::Missing { what: "DT_RELASZ" })?;
     let end = at.checked_add(size).ok_or(LoadError::BadValue { what: "DT_RELASZ", value: size })?;
     let plt = d.get(DT_JMPREL).zip(d.get(DT_PLTRELSZ));
     match plt {
