@@ -436,10 +436,12 @@ impl Shared {
         if let Some(w) = self.watchdog.get() {
             w.stop();
         }
+        // Marked first: NCCL's abort makes the kernels exit before it returns, and a stream
+        // wait that sees them done must see the abort too.
+        mark(cause);
         // SAFETY: this communicator's handle, under its call lock, given to NCCL's abort once
         // (`released` says so from now on).
         let r = unsafe { self.nccl.functions().comm_abort.call(&self.nccl, (comm,)) };
-        mark(cause);
         match r? {
             r if r.is_success() => Ok(()),
             r => Err(self.nccl.failure(Sym::CommAbort, r, core::ptr::null_mut())),

@@ -60,6 +60,10 @@
  *   hang_destroy         ncclCommDestroy never returns (a dead peer behind destroy's barrier)
  *   hang_finalize        ncclCommFinalize never completes
  *   block_ms             a blocking creation takes this long before it completes (a slow peer)
+ *   abort_ms             ncclCommAbort takes this long after its kernels exited: NCCL sets the
+ *                        abort flag first, then joins its threads and frees the communicator
+ *                        (NCCL v2.28 src/init.cc, ncclCommAbort: abortFlag stored, then
+ *                        ncclCommEnsureReady and commReclaim)
  *   late_handle          NOT NCCL's behaviour (NCCL stores the handle before its job starts,
  *                        src/init.cc:2515), but a library the facade loads can do it: a
  *                        non-blocking init returns ncclInProgress without writing *comm and
@@ -122,7 +126,7 @@ static unsigned char rec[1 << 16];
 static size_t rec_len;
 static int fail_code;
 static char last_error[256];
-static int late_ms = 100, hang_init, hang_collective, hang_destroy, hang_finalize, block_ms, late_handle;
+static int late_ms = 100, hang_init, hang_collective, hang_destroy, hang_finalize, block_ms, late_handle, abort_ms;
 static char hang_name[64];
 static _Atomic int live_comms, live_jobs, violations;
 static long (*cuda_launch)(void *stream, int hang);
@@ -143,12 +147,13 @@ int fake_set(const char *key, int value) {
     else if (!strcmp(key, "hang_finalize")) hang_finalize = value;
     else if (!strcmp(key, "block_ms")) block_ms = value;
     else if (!strcmp(key, "late_handle")) late_handle = value;
+    else if (!strcmp(key, "abort_ms")) abort_ms = value;
     else return -1;
     return 0;
 }
 void fake_reset_modes(void) {
     late_ms = 100;
-    hang_init = hang_collective = hang_destroy = hang_finalize = block_ms = late_handle = 0;
+    hang_init = hang_collective = hang_destroy = hang_finalize = block_ms = late_handle = abort_ms = 0;
     hang_name[0] = 0;
 }
 void fake_hang_in(const char *fn) {
@@ -769,6 +774,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
     if (comm->child_abort) *comm->child_abort = 1;
     if (comm->has_job) { pthread_join(comm->job, NULL); comm->has_job = 0; } /* ncclGroupJobAbort */
     kernels_exit(comm);
+    for (int i = 0; i < abort_ms; i++) nap();
     free_comm(comm);
     return result();
 }
