@@ -61,9 +61,9 @@
  *   hang_finalize        ncclCommFinalize never completes
  *   block_ms             a blocking creation takes this long before it completes (a slow peer)
  *   abort_ms             ncclCommAbort takes this long after its kernels exited: NCCL sets the
- *                        abort flag first, then joins its threads and frees the communicator
- *                        (NCCL v2.28 src/init.cc, ncclCommAbort: abortFlag stored, then
- *                        ncclCommEnsureReady and commReclaim)
+ *                        abort flags first, then joins its threads and frees the communicator
+ *                        (NCCL v2.28.3-1 src/init.cc:2344 setCommAbortFlags, :2348
+ *                        ncclCommEnsureReady, :2363 commReclaim launched as a group job)
  *   late_handle          NOT NCCL's behaviour (NCCL stores the handle before its job starts,
  *                        src/init.cc:2515), but a library the facade loads can do it: a
  *                        non-blocking init returns ncclInProgress without writing *comm and
