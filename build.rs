@@ -50,6 +50,27 @@ const FRAME_AARCH64: &[(&str, i64, &str)] = &[
     ("FRAME_RECORD", 48, "frame record (x29, x30) plus slots, a multiple of 16"),
 ];
 
+/// The frame record of a callback on x86-64: `nt_cb_common` (asm/x86_64.S) builds it at the
+/// bottom of its frame from the registers the C caller left, the Rust dispatcher
+/// (src/engine/callback/frame.rs, checked with `offset_of!`) reads the arguments from it and
+/// writes the result registers into it, and `nt_cb_common` loads them back. Byte offsets from
+/// the record's start (%rsp inside `nt_cb_common`, 16-aligned).
+const CALLBACK_X86_64: &[(&str, i64, &str)] = &[
+    ("CB_INT", 0, "callback record: rdi, rsi, rdx, rcx, r8, r9 as the C caller left them, 8 bytes each"),
+    ("CB_VEC", 48, "callback record: xmm0..xmm7 as the C caller left them, 16 bytes each"),
+    ("CB_STACK", 176, "callback record: the address of the first stack argument (the caller's %rsp at its call)"),
+    ("CB_AL", 184, "callback record: %al zero-extended (vector registers used, set by variadic callers only)"),
+    ("CB_INDEX", 192, "callback record: the pool index of the entry C called"),
+    ("CB_X87", 200, "callback record, result: how many long doubles to push on the x87 stack (0, 1 or 2)"),
+    ("CB_RET_INT", 208, "callback record, result: %rax then %rdx"),
+    ("CB_RET_VEC", 224, "callback record, result: %xmm0 then %xmm1, 16 bytes each"),
+    ("CB_RET_ST", 256, "callback record, result: the st(0) then st(1) images, 16 bytes each (10 value bytes)"),
+    ("CB_SIZE", 288, "bytes of the callback record, a multiple of 16"),
+];
+/// Callback entries per pool (docs/adr/0025-callbacks.md): each one is 16 bytes of `.text`, a
+/// table slot and a slot of the dispatcher's; a callback holds one from creation to drop.
+const CALLBACK_POOL: i64 = 256;
+
 /// Integer widths and extensions of the `int` and `stk` handlers (ADR 2): sign- or zero-extended
 /// 8, 16 and 32 bits, and 64 bits as is.
 const EXT: &[&str] = &["s8", "s16", "s32", "z8", "z16", "z32", "q64"];
@@ -70,6 +91,8 @@ struct Arch {
     vec_regs: &'static [&'static str],
     families: Vec<(&'static str, Vec<&'static [&'static str]>)>,
     frame: &'static [(&'static str, i64, &'static str)],
+    /// The callback record's layout where the architecture has callback entries yet.
+    callback: Option<&'static [(&'static str, i64, &'static str)]>,
 }
 
 fn arch(arch: &str, os: &str) -> Option<Arch> {
@@ -112,6 +135,7 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("done", vec![]),
             ],
             frame: FRAME_X86_64,
+            callback: Some(CALLBACK_X86_64),
         }),
         ("aarch64", "linux") => Some(Arch {
             asm: "asm/aarch64.S",
@@ -148,6 +172,7 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("done", vec![]),
             ],
             frame: FRAME_AARCH64,
+            callback: None,
         }),
         ("riscv64", "linux") => Some(Arch {
             asm: "asm/riscv64.S",
@@ -185,6 +210,7 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("done", vec![]),
             ],
             frame: FRAME_RISCV64,
+            callback: None,
         }),
         _ => None,
     }
@@ -348,7 +374,23 @@ fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
         constant("T_LINE", names.len() as i64, "table index of the checked straight-line bodies");
         constant("MAX_LINE_ARGS", i64::from(MAX_LINE_ARGS), "most arguments of a checked straight-line body");
         names.extend(line_names(MAX_LINE_ARGS));
+        if let Some(record) = a.callback {
+            for (name, value, what) in record {
+                constant(name, *value, what);
+            }
+            constant("CB_POOL", CALLBACK_POOL, "callback entries in the pool");
+            constant("T_CB_INSTALL", names.len() as i64, "table index of cb_install (sets the Rust dispatcher)");
+            names.push("cb_install".to_string());
+            constant("T_CB_COMMON", names.len() as i64, "table index of cb_common (every callback entry jumps there)");
+            names.push("cb_common".to_string());
+            constant("T_CB_ENTRY", names.len() as i64, "table index of callback entry 0 (then 1 to CB_POOL - 1)");
+            names.extend((0..CALLBACK_POOL).map(|i| format!("cb_{i}")));
+        }
         constant("T_LEN", names.len() as i64, "slots in the table");
+        if a.callback.is_some() {
+            let entries: Vec<String> = (0..CALLBACK_POOL).map(|i| i.to_string()).collect();
+            writeln!(h, "#define L_CB_ENTRIES {}", entries.join(",")).unwrap();
+        }
         let list = |v: &[&str]| v.join(",");
         writeln!(h, "#define L_INT_REGS {}", list(a.int_regs)).unwrap();
         writeln!(h, "#define L_VEC_REGS {}", list(a.vec_regs)).unwrap();

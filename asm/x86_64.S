@@ -22,6 +22,10 @@
  *            Returns STATUS_OK after storing the result at ret, or STATUS_NULL_ARGUMENT (an
  *            argv[i] is null: nothing was called).
  *
+ *   callbacks: cb_<i>, called from C with any signature a Callback was made for; cb_common
+ *            saves the argument registers into a record and calls the Rust dispatcher (see
+ *            "Callbacks" at the end of this file).
+ *
  * Program layout (layout.h, from build.rs): header words HDR_FRAME, HDR_ARGC, then ops of
  * OP_SIZE bytes from HDR_OPS: the handler at OP_HANDLER, operands OP_A and OP_B.
  *
@@ -894,6 +898,124 @@ ENTRY_END(\name\()_\kind)
 .irp n, 1, 2, 3, 4, 5, 6
     LINES   \n, \n, 0, nt_line_
 .endr
+TABLE_CHECK(T_CB_INSTALL)
+
+/* --------------------------------------------------------------------------------------------
+ * Callbacks: calls from C into Rust (docs/adr/0025-callbacks.md). A fixed pool of CB_POOL
+ * entries, assembled here into .text: no page is ever writable and executable. Entry i loads
+ * its own pool index and jumps to cb_common, which saves every argument register into a
+ * callback record on its stack, calls the Rust dispatcher (src/engine/callback/mod.rs) with the
+ * record's address, and places the result registers the dispatcher wrote into the record. The
+ * dispatcher finds the callback's plan and handler in its slot i; nothing here knows a type.
+ *
+ * The dispatcher's address lives in nt_cb_dispatcher, a local word of .bss that cb_install
+ * sets once, before the first entry is handed out: the assembly has no symbol of the Rust
+ * side, and the Rust side exports none (the table stays the only global, ADR 4). */
+
+    .bss
+    .p2align 3
+    .type   nt_cb_dispatcher, %object
+nt_cb_dispatcher:
+    .zero   8
+    .size   nt_cb_dispatcher, 8
+
+/* cb_install(dispatcher = rdi): void. Stores the dispatcher, `void dispatch(record *)`, for
+ * every entry. A plain store: the Rust side calls it under its pool lock before handing out any
+ * entry, and C receives an entry's address only through Rust after that (ordered by the same
+ * lock or by whatever passed the address to C). */
+ENTRY_START(nt_cb_install)
+    mov     %rdi, nt_cb_dispatcher(%rip)
+    ret
+ENTRY_END(nt_cb_install)
+
+/* cb_common: what every entry jumps to, with
+ *   %r11 = the entry's pool index (the entry wrote it; %r11 is a scratch register no C caller
+ *          passes anything in, psABI 3.2.3 figure 3.4);
+ *   every argument register as the C caller left them: rdi, rsi, rdx, rcx, r8, r9, xmm0-7,
+ *   %al = vector registers used (variadic callers only), %rdi = the hidden result address when
+ *   the result is MEMORY class (psABI 3.2.3, "Returning of Values": it is passed "as if it
+ *   were the first argument");
+ *   0(%rsp) = the return address into C, 8(%rsp) = the first stack argument (%rsp is 8 mod 16,
+ *   as at any function's first instruction).
+ * Frame: %rbp, then CB_SIZE bytes of record at 0(%rsp), 16-aligned, so %rsp is 16-aligned at
+ * the call of the dispatcher (psABI 3.2.2). %rbp is the only callee-saved register used; the
+ * dispatcher is Rust and keeps the others (rbx, r12-r15, the x87 control word, MXCSR's control
+ * bits).
+ * Out: %rax, %rdx, %xmm0, %xmm1 as the dispatcher wrote them into the record (it writes every
+ * one: zero where the result does not use it; %rax = the hidden address for a MEMORY result),
+ * and CB_X87 long doubles pushed on the x87 stack: st(1) first, so st(0) is the last pushed
+ * (COMPLEX_X87: real part in st(0), imaginary in st(1)); none otherwise, leaving the x87 stack
+ * empty as psABI 3.2.1 requires of a function not returning a long double. */
+ENTRY_START(nt_cb_common)
+    push    %rbp
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbp, -16
+    mov     %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    sub     $CB_SIZE, %rsp
+    /* %al first: everything below may use %rax. */
+    movzbl  %al, %eax
+    mov     %rax, CB_AL(%rsp)
+    mov     %rdi, CB_INT+0(%rsp)
+    mov     %rsi, CB_INT+8(%rsp)
+    mov     %rdx, CB_INT+16(%rsp)
+    mov     %rcx, CB_INT+24(%rsp)
+    mov     %r8, CB_INT+32(%rsp)
+    mov     %r9, CB_INT+40(%rsp)
+    /* Whole registers, aligned stores (the record is 16-aligned, CB_VEC a multiple of 16). */
+    movaps  %xmm0, CB_VEC+0(%rsp)
+    movaps  %xmm1, CB_VEC+16(%rsp)
+    movaps  %xmm2, CB_VEC+32(%rsp)
+    movaps  %xmm3, CB_VEC+48(%rsp)
+    movaps  %xmm4, CB_VEC+64(%rsp)
+    movaps  %xmm5, CB_VEC+80(%rsp)
+    movaps  %xmm6, CB_VEC+96(%rsp)
+    movaps  %xmm7, CB_VEC+112(%rsp)
+    /* The stack arguments start above the return address: at %rbp + 16, the CFA. */
+    lea     16(%rbp), %rax
+    mov     %rax, CB_STACK(%rsp)
+    mov     %r11, CB_INDEX(%rsp)
+    mov     %rsp, %rdi
+    call    *nt_cb_dispatcher(%rip)
+    /* long double results: st(1) before st(0) (the x87 stack grows down, the last load is
+     * st(0)). CB_X87 is 0, 1 or 2. */
+    mov     CB_X87(%rsp), %rcx
+    test    %rcx, %rcx
+    jz      2f
+    cmp     $2, %rcx
+    jb      1f
+    fldt    CB_RET_ST+16(%rsp)
+1:  fldt    CB_RET_ST+0(%rsp)
+2:  mov     CB_RET_INT+0(%rsp), %rax
+    mov     CB_RET_INT+8(%rsp), %rdx
+    movaps  CB_RET_VEC+0(%rsp), %xmm0
+    movaps  CB_RET_VEC+16(%rsp), %xmm1
+    leave
+    .cfi_def_cfa %rsp, 8
+    .cfi_restore %rbp
+    ret
+ENTRY_END(nt_cb_common)
+TABLE_CHECK(T_CB_ENTRY)
+
+/* cb_<i>, i = 0 to CB_POOL - 1: the entries C calls, all in one CFI region (none moves %rsp:
+ * CFA = %rsp + 8 throughout, the CIE's initial rules). Each is called from C (the call pad),
+ * loads its index into %r11 and jumps to cb_common (a direct jump: no landing pad needed, and
+ * cb_common has one anyway); 16 bytes each. */
+.macro CB_ENTRY i
+    .type   nt_cb_\i, %function
+    .p2align 4
+nt_cb_\i:
+    CALL_PAD
+    mov     $\i, %r11d
+    jmp     nt_cb_common
+    .size   nt_cb_\i, . - nt_cb_\i
+    TABLE_SLOT(nt_cb_\i)
+.endm
+REGION_START
+.irp i, L_CB_ENTRIES
+    CB_ENTRY \i
+.endr
+REGION_END
 
 TABLE_END
 NOTE_GNU_PROPERTY

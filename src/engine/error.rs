@@ -199,6 +199,56 @@ pub enum Error {
         /// Which pointer.
         what: &'static str,
     },
+    /// Callbacks ([`Callback`](crate::Callback)) on a target whose assembly has no callback
+    /// entries yet (x86-64 Linux has them).
+    #[error("no callback entries for target {target} yet")]
+    CallbacksUnsupported {
+        /// `arch-os` of the target the crate was built for.
+        target: &'static str,
+    },
+    /// A callback of a variadic signature: not supported yet.
+    #[error("variadic callbacks are not supported yet")]
+    VariadicCallback,
+    /// Every entry of the callback pool is held by a live [`Callback`](crate::Callback).
+    #[error("all {size} callback entries are in use")]
+    CallbackPoolExhausted {
+        /// The pool's size ([`Callback::POOL_SIZE`](crate::Callback::POOL_SIZE)).
+        size: usize,
+    },
+    /// A callback's handler asked for an argument the signature does not have.
+    #[error("argument {index} does not exist: the signature has {count}")]
+    ArgumentIndex {
+        /// The index asked for.
+        index: usize,
+        /// Arguments in the signature.
+        count: usize,
+    },
+    /// A value's bytes of another length than its C type's size.
+    #[error("the value has {expected} bytes but {got} were given")]
+    ValueSize {
+        /// `sizeof` the C type.
+        expected: usize,
+        /// Bytes given.
+        got: usize,
+    },
+    /// A callback's handler read an argument as another type than the signature's.
+    #[error("argument {index} is {expected} in the signature but was read as {got}")]
+    CallbackArgumentType {
+        /// Index of the argument.
+        index: usize,
+        /// The signature's type.
+        expected: TypeDescription,
+        /// The type it was read as.
+        got: TypeDescription,
+    },
+    /// A callback's handler set a result of another type than the signature's.
+    #[error("the result is {expected} in the signature but was set as {got}")]
+    CallbackResultType {
+        /// The signature's result type (`void` included).
+        expected: TypeDescription,
+        /// The type it was set as.
+        got: TypeDescription,
+    },
     /// A function of a [`foreign_functions!`](crate::foreign_functions) table that the loaded
     /// library does not export was called.
     #[error("{symbol} is not exported by the loaded library")]

@@ -2,13 +2,15 @@
 //! it exports, the layout of the programs it walks, the types of its entries, and the copy
 //! width chosen from the CPU — and in the submodules the C type model (`types`, `wide`), plans
 //! and the programs compiled from them (`plan`, `program`), typed bindings (`typed`), the limits
-//! and the core's error. Argument placement per ABI is `crate::abi`; nothing here knows NCCL.
+//! and the core's error, and the reverse direction, calls from C into Rust (`callback`).
+//! Argument placement per ABI is `crate::abi`; nothing here knows NCCL.
 //!
 //! The layout and the table order have one source of truth, the tables in `build.rs`. It
 //! generates `layout.h` for the assembly and [`layout`] for Rust; the assembly refuses to
 //! assemble if its table is out of that order, and the assertions here make the build fail if
 //! the Rust side's assumptions about the numbers ever change.
 
+pub mod callback;
 pub(crate) mod error;
 pub mod limits;
 pub(crate) mod plan;

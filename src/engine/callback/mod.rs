@@ -1,0 +1,334 @@
+//! Calls into Rust: a [`Callback`] is a C function pointer of any signature the core describes
+//! (variadic ones excepted, so far), whose calls run a Rust handler (docs/adr/0025-callbacks.md).
+//!
+//! - `plan`: where each argument arrives and where the result goes, read backwards from the
+//!   forward placement of `crate::abi` (pure Rust, every ABI);
+//! - `frame`: the callback record the assembly saves the caller's registers into;
+//! - `view`: the handler's checked views of its arguments and result;
+//! - here: the object, the pool of assembly entries it takes one from, and the dispatcher
+//!   every entry reaches.
+//!
+//! The entries are a fixed pool assembled into `.text` (`cb_<i>` in asm/x86_64.S, CB_POOL of
+//! them): no page is ever writable and executable. Entry `i` loads `i` and jumps to the common
+//! stub, which calls [`dispatch`] with the record; the dispatcher finds the callback in slot
+//! `i`. A callback holds its entry from creation to drop; a dropped callback's entry goes to the
+//! back of the free queue, so it is reused as late as possible.
+
+pub(crate) mod frame;
+pub(crate) mod plan;
+pub(crate) mod view;
+
+use core::ffi::c_void;
+use core::fmt;
+
+use crate::engine::error::Error;
+use crate::engine::types::Signature;
+use plan::CallbackPlan;
+pub use view::{CValue, CallbackArgs, CallbackResult};
+
+/// The handler of a dynamic callback: reads its arguments through [`CallbackArgs`] and sets its
+/// result through [`CallbackResult`]. Called from whatever thread C calls from, possibly
+/// several at once and re-entrantly, hence `Send + Sync`.
+pub type Handler = dyn Fn(&CallbackArgs<'_>, &mut CallbackResult<'_>) + Send + Sync + 'static;
+
+/// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
+/// (0 where the target has no callback entries yet). Each entry costs 16 bytes of `.text` and a
+/// slot of the code table.
+#[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+pub const POOL_SIZE: usize = crate::engine::layout::CB_POOL as usize;
+/// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
+/// (0 where the target has no callback entries yet).
+#[cfg(not(nccl_trampoline_asm = "x86_64_sysv"))]
+pub const POOL_SIZE: usize = 0;
+
+/// What a slot of the pool points to while its callback lives.
+#[cfg_attr(not(nccl_trampoline_asm = "x86_64_sysv"), allow(dead_code))]
+struct State {
+    plan: CallbackPlan,
+    signature: Signature,
+    handler: Box<Handler>,
+}
+
+/// A C function pointer that calls a Rust handler, valid while this object lives.
+///
+/// Made from a [`Signature`] (any the forward core places, except variadic ones for now) and a
+/// handler; [`as_ptr`](Callback::as_ptr) is the function to give C, to be called with exactly
+/// that signature. Dropping the callback waits for calls already running on other threads, then
+/// returns the entry to the pool.
+///
+/// ```
+/// use core::ffi::c_void;
+/// use nccl_trampoline::{Callback, Signature, Type};
+///
+/// # if nccl_trampoline::engine::callback::POOL_SIZE == 0 { return Ok(()); }
+/// let sig = Signature::new(vec![Type::I32, Type::F64], Some(Type::F64))?;
+/// let scale = Callback::new(&sig, |args, result| {
+///     let (n, x) = (args.get::<i32>(0).unwrap(), args.get::<f64>(1).unwrap());
+///     result.set(f64::from(n) * x).unwrap();
+/// })?;
+/// // SAFETY: the entry takes (int32_t, double) and returns double, as the signature says.
+/// let f = unsafe { std::mem::transmute::<*const c_void, extern "C" fn(i32, f64) -> f64>(scale.as_ptr()) };
+/// assert_eq!(f(3, 0.5), 1.5);
+/// # Ok::<(), nccl_trampoline::Error>(())
+/// ```
+///
+/// Panics: a handler that panics aborts the process with a message on stderr (the panic never
+/// unwinds into the C caller, whose frames have no unwind information to run, ADR 25); a
+/// handler that can fail should set a result that says so.
+///
+/// Contract with C (not checked, cannot be): C calls the pointer only while the callback lives
+/// and only with its signature. A call after the drop finds an empty slot and aborts with a
+/// message, as long as no newer callback has taken the entry (entries are reused last-released
+/// last). A handler must not drop its own callback: the drop would wait for itself.
+pub struct Callback {
+    index: usize,
+    code: *const c_void,
+    state: *const State,
+}
+
+// SAFETY: the callback owns its State (a Send + Sync handler, plain data) and its pool entry;
+// moving it to another thread moves that ownership, and the pool is locked on release.
+unsafe impl Send for Callback {}
+// SAFETY: `&Callback` gives out only the code address and the signature (immutable).
+unsafe impl Sync for Callback {}
+
+impl Callback {
+    /// The pool size, [`POOL_SIZE`].
+    pub const POOL_SIZE: usize = POOL_SIZE;
+
+    /// A callback of `signature` running `handler`.
+    ///
+    /// Errors: [`Error::CallbacksUnsupported`] where the target has no callback entries yet,
+    /// [`Error::VariadicCallback`], the placement's errors (limits), and
+    /// [`Error::CallbackPoolExhausted`] when [`POOL_SIZE`] callbacks are alive.
+    pub fn new<F>(signature: &Signature, handler: F) -> Result<Callback, Error>
+    where
+        F: Fn(&CallbackArgs<'_>, &mut CallbackResult<'_>) + Send + Sync + 'static,
+    {
+        #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+        {
+            let plan = CallbackPlan::new(crate::abi::Abi::SysVX86_64, signature)?;
+            let state = Box::new(State { plan, signature: signature.clone(), handler: Box::new(handler) });
+            let (index, state, code) = pool::take(state)?;
+            Ok(Callback { index, code, state })
+        }
+        #[cfg(not(nccl_trampoline_asm = "x86_64_sysv"))]
+        {
+            let _ = (signature, handler, CallbackPlan::new);
+            Err(Error::CallbacksUnsupported { target: crate::engine::TARGET })
+        }
+    }
+
+    /// The C function pointer: call it with exactly the callback's signature, while the
+    /// callback lives. Cast it to the matching `extern "C" fn` type, or hand it to C.
+    pub fn as_ptr(&self) -> *const c_void {
+        self.code
+    }
+
+    /// The signature the callback was made for.
+    pub fn signature(&self) -> &Signature {
+        // SAFETY: the state lives until drop (it is freed only there).
+        unsafe { &(*self.state).signature }
+    }
+
+    /// The index of the pool entry this callback holds (`0..POOL_SIZE`): for diagnostics and
+    /// tests of reuse.
+    pub fn pool_index(&self) -> usize {
+        self.index
+    }
+}
+
+impl fmt::Debug for Callback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Callback")
+            .field("pool_index", &self.index)
+            .field("code", &self.code)
+            .field("signature", self.signature())
+            .finish()
+    }
+}
+
+impl Drop for Callback {
+    fn drop(&mut self) {
+        #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+        pool::give_back(self.index, self.state);
+    }
+}
+
+/// Ends the process with `message` on stderr: what the dispatcher does where continuing would
+/// unwind into C or run the wrong code.
+#[cold]
+#[cfg_attr(not(nccl_trampoline_asm = "x86_64_sysv"), allow(dead_code))]
+fn fatal(message: fmt::Arguments<'_>) -> ! {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "nccl-trampoline: {message}; aborting");
+    std::process::abort()
+}
+
+/// The panic payload's message, when it has one.
+#[cfg_attr(not(nccl_trampoline_asm = "x86_64_sysv"), allow(dead_code))]
+fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+#[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+mod pool {
+    use core::ffi::c_void;
+    use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::frame::Record;
+    use super::plan::ResultSink;
+    use super::view::{CallbackArgs, CallbackResult};
+    use super::{fatal, panic_message, State, POOL_SIZE};
+    use crate::engine::error::Error;
+    use crate::engine::layout::{T_CB_ENTRY, T_CB_INSTALL};
+
+    /// One pool entry's slot: the state of the callback holding it (null while free), and the
+    /// calls running in it.
+    struct Slot {
+        state: AtomicPtr<State>,
+        active: AtomicUsize,
+    }
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const FREE_SLOT: Slot = Slot { state: AtomicPtr::new(core::ptr::null_mut()), active: AtomicUsize::new(0) };
+    static SLOTS: [Slot; POOL_SIZE] = [FREE_SLOT; POOL_SIZE];
+
+    /// The free entries, oldest release first; filled, and the dispatcher installed, on first use.
+    struct Free {
+        installed: bool,
+        queue: VecDeque<usize>,
+    }
+    static FREE: Mutex<Free> = Mutex::new(Free { installed: false, queue: VecDeque::new() });
+
+    fn free() -> std::sync::MutexGuard<'static, Free> {
+        // Nothing panics while holding the lock; a poisoned lock still holds a consistent queue.
+        FREE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes a free entry for `state`: its index, code address and the state's address.
+    pub(super) fn take(state: Box<State>) -> Result<(usize, *const State, *const c_void), Error> {
+        let table = crate::engine::table().expect("x86-64 has the code table");
+        let index = {
+            let mut free = free();
+            if !free.installed {
+                // SAFETY: cb_install(dispatcher) stores the address for the entries; `dispatch`
+                // has the type the stub calls (`void (record *)`).
+                unsafe {
+                    let install = core::mem::transmute::<usize, unsafe extern "C" fn(unsafe extern "C" fn(*mut Record))>(
+                        table[T_CB_INSTALL as usize],
+                    );
+                    install(dispatch);
+                }
+                free.queue.extend(0..POOL_SIZE);
+                free.installed = true;
+            }
+            free.queue.pop_front().ok_or(Error::CallbackPoolExhausted { size: POOL_SIZE })?
+        };
+        let state = Box::into_raw(state);
+        SLOTS[index].state.store(state, SeqCst);
+        Ok((index, state, table[T_CB_ENTRY as usize + index] as *const c_void))
+    }
+
+    /// Empties slot `index`, waits for its running calls, frees `state` and queues the entry.
+    pub(super) fn give_back(index: usize, state: *const State) {
+        let slot = &SLOTS[index];
+        let old = slot.state.swap(core::ptr::null_mut(), SeqCst);
+        debug_assert_eq!(old.cast_const(), state);
+        // A call that found the state counted itself in `active` first (both SeqCst): once the
+        // slot is empty and `active` is zero, no call holds the state any more.
+        while slot.active.load(SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        // SAFETY: made by Box::into_raw in `take`; no call holds it (above) and the Callback
+        // that owned it is being dropped.
+        drop(unsafe { Box::from_raw(old) });
+        free().queue.push_back(index);
+    }
+
+    /// The dispatcher: `nt_cb_common` calls it with the record of the call C made.
+    ///
+    /// # Safety
+    ///
+    /// `record` is the stub's live record (every argument register saved, the stack address
+    /// and the entry's index set), exclusively ours until we return.
+    unsafe extern "C" fn dispatch(record: *mut Record) {
+        // SAFETY: the function's contract.
+        let record = unsafe { &mut *record };
+        let index = record.index as usize;
+        let Some(slot) = SLOTS.get(index) else {
+            fatal(format_args!("callback entry {index} is outside the pool of {POOL_SIZE}"))
+        };
+        slot.active.fetch_add(1, SeqCst);
+        let state = slot.state.load(SeqCst);
+        if state.is_null() {
+            fatal(format_args!("callback entry {index} was called after its Callback was dropped"));
+        }
+        // SAFETY: not null, so the slot's callback is alive, and it is not freed before
+        // `active` drops back (give_back waits).
+        let state = unsafe { &*state };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(state, record)));
+        slot.active.fetch_sub(1, SeqCst);
+        if let Err(payload) = outcome {
+            fatal(format_args!(
+                "the handler of callback entry {index} panicked ({}); a panic must not unwind into the C caller",
+                panic_message(&*payload)
+            ));
+        }
+    }
+
+    /// Runs the handler on the record and places its result.
+    fn run(state: &State, record: &mut Record) {
+        // Register results are at most 32 bytes (a `_Complex long double`).
+        #[repr(C, align(16))]
+        struct Buffer([u8; 32]);
+        let mut buffer = Buffer([0; 32]);
+        let ty = state.signature.ret();
+        let dst = match state.plan.result {
+            ResultSink::Memory { from } => {
+                let address = match from {
+                    // SAFETY: an integer location of the live record: 8 saved bytes.
+                    Some(loc) => unsafe { record.arg_location(loc).cast::<u64>().read_unaligned() },
+                    None => record.indirect_result_register().expect("the plan names the ABI's register"),
+                };
+                let dst = address as usize as *mut u8;
+                // SAFETY: the caller's result memory, valid for writes of the result's size (the
+                // ABI's contract for a MEMORY result); zeroed so an unset result is zero.
+                unsafe { dst.write_bytes(0, ty.map_or(0, |t| t.size())) };
+                dst
+            }
+            _ => buffer.0.as_mut_ptr(),
+        };
+        {
+            let args = CallbackArgs { record: &*record, plan: &state.plan, signature: &state.signature };
+            let mut result = CallbackResult { dst, ty };
+            (state.handler)(&args, &mut result);
+        }
+        record.clear_result();
+        match &state.plan.result {
+            ResultSink::Void => {}
+            ResultSink::Memory { .. } => *record.first_int_result() = dst as usize as u64,
+            ResultSink::Regs { pieces, extend } => {
+                for p in pieces {
+                    let (at, len) = (p.dst as usize, p.len as usize);
+                    record.result_register(p.from)[..len].copy_from_slice(&buffer.0[at..at + len]);
+                }
+                if let (Some(signed), Some(p)) = (extend, pieces.first()) {
+                    let word = record.first_int_result();
+                    let bits = 8 * p.len;
+                    *word = if *signed {
+                        (((*word << (64 - bits)) as i64) >> (64 - bits)) as u64
+                    } else {
+                        *word & (u64::MAX >> (64 - bits))
+                    };
+                }
+            }
+        }
+    }
+}
