@@ -149,9 +149,11 @@ step "native: build"
 cargo build --all-targets --features cli
 step "native: tests (unit, conformance, hardening, doc, the command against the stand-in)"
 cargo test --features cli "${TEST_ARGS[@]}"
-step "native: ABI conformance with clang as the oracle"
+step "native: ABI conformance and callbacks with clang as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
+# Callbacks (x86-64 only so far): C callers compiled by clang.
+NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, native: $((SECONDS - clang_start)) s"
 step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
 cargo run --quiet --release --features cli -- selftest
