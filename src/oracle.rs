@@ -509,20 +509,31 @@ impl CGen {
         let ret = sig.ret().map_or("void".to_string(), |t| self.c_type(t));
         let types: Vec<String> = sig.args().iter().map(|t| self.c_type(t)).collect();
         let params = if types.is_empty() { "void".to_string() } else { types.join(", ") };
-        let mut b = format!("typedef {ret} (*cbt_{name})({params});
-");
+        let mut b = format!(
+            "typedef {ret} (*cbt_{name})({params});
+"
+        );
         writeln!(b, "void cbref_{name}(const void *f, void *const *a, void *ret) {{").unwrap();
         for (i, t) in types.iter().enumerate() {
             writeln!(b, "    {t} a{i}; memcpy(&a{i}, a[{i}], sizeof a{i});").unwrap();
         }
         let call_args: Vec<String> = (0..types.len()).map(|i| format!("a{i}")).collect();
         if sig.ret().is_some() {
-            writeln!(b, "    {ret} r = ((cbt_{name})f)({});
-    memcpy(ret, &r, sizeof r);", call_args.join(", "))
-                .unwrap();
+            writeln!(
+                b,
+                "    {ret} r = ((cbt_{name})f)({});
+    memcpy(ret, &r, sizeof r);",
+                call_args.join(", ")
+            )
+            .unwrap();
         } else {
-            writeln!(b, "    (void)ret;
-    ((cbt_{name})f)({});", call_args.join(", ")).unwrap();
+            writeln!(
+                b,
+                "    (void)ret;
+    ((cbt_{name})f)({});",
+                call_args.join(", ")
+            )
+            .unwrap();
         }
         b.push_str("}\n");
         self.body.push_str(&b);

@@ -27,7 +27,8 @@ use common::{
     repo_file, value_ranges, work_dir, CGen, Oracle, Pattern, Rng,
 };
 use nccl_trampoline::{
-    Aggregate, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, LongDouble, Signature, Type, TypeDescription,
+    Aggregate, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, LongDouble, Signature, Type,
+    TypeDescription,
 };
 
 /// tests/c/callbacks.c, built once per process.
@@ -166,46 +167,30 @@ fn pinned() -> Vec<Shape> {
         narrow("ret_i16", Type::I16, 3, |r| r.set(-30000i16)),
         narrow("ret_u16", Type::U16, 4, |r| r.set(60000u16)),
         narrow("ret_u32", Type::U32, 5, |r| r.set(0xfedc_ba98u32)),
-        shape(
-            "ret_ptr",
-            sig(vec![Type::Pointer], Some(Type::Pointer)),
-            |s, a, r| match a.get::<*mut u8>(0) {
-                Ok(p) => r.set(p.wrapping_add(5)).unwrap(),
-                Err(e) => s.push(e.to_string()),
-            },
-        ),
-        shape(
-            "fd4",
-            sig(vec![Type::F32, Type::F64, Type::F32, Type::F64], Some(Type::F64)),
-            |s, a, r| {
-                s.arg(a, 0, 1.5f32);
-                s.arg(a, 1, -2.25f64);
-                s.arg(a, 2, 3.125f32);
-                s.arg(a, 3, 1e300f64);
-                r.set(0.1f64).unwrap();
-            },
-        ),
-        shape(
-            "df",
-            sig(vec![Type::F64, Type::F32], Some(Type::F32)),
-            |s, a, r| {
-                s.arg(a, 0, 6.5f64);
-                s.arg(a, 1, -0.75f32);
-                r.set(-3.5f32).unwrap();
-            },
-        ),
-        shape(
-            "ints10",
-            sig([vec![Type::I64; 8], vec![Type::I32, Type::I8]].concat(), Some(Type::I64)),
-            |s, a, r| {
-                for (i, v) in [1i64, -2, 3, -4, 5, -6, 0x7000_0000_0000_0007, -8].into_iter().enumerate() {
-                    s.arg(a, i, v);
-                }
-                s.arg(a, 8, -9i32);
-                s.arg(a, 9, -10i8);
-                r.set(0x0123_4567_89ab_cdefi64).unwrap();
-            },
-        ),
+        shape("ret_ptr", sig(vec![Type::Pointer], Some(Type::Pointer)), |s, a, r| match a.get::<*mut u8>(0) {
+            Ok(p) => r.set(p.wrapping_add(5)).unwrap(),
+            Err(e) => s.push(e.to_string()),
+        }),
+        shape("fd4", sig(vec![Type::F32, Type::F64, Type::F32, Type::F64], Some(Type::F64)), |s, a, r| {
+            s.arg(a, 0, 1.5f32);
+            s.arg(a, 1, -2.25f64);
+            s.arg(a, 2, 3.125f32);
+            s.arg(a, 3, 1e300f64);
+            r.set(0.1f64).unwrap();
+        }),
+        shape("df", sig(vec![Type::F64, Type::F32], Some(Type::F32)), |s, a, r| {
+            s.arg(a, 0, 6.5f64);
+            s.arg(a, 1, -0.75f32);
+            r.set(-3.5f32).unwrap();
+        }),
+        shape("ints10", sig([vec![Type::I64; 8], vec![Type::I32, Type::I8]].concat(), Some(Type::I64)), |s, a, r| {
+            for (i, v) in [1i64, -2, 3, -4, 5, -6, 0x7000_0000_0000_0007, -8].into_iter().enumerate() {
+                s.arg(a, i, v);
+            }
+            s.arg(a, 8, -9i32);
+            s.arg(a, 9, -10i8);
+            r.set(0x0123_4567_89ab_cdefi64).unwrap();
+        }),
         shape(
             "floats11",
             sig([vec![Type::F64; 8], vec![Type::F32, Type::F64, Type::F32]].concat(), Some(Type::F64)),
@@ -235,18 +220,14 @@ fn pinned() -> Vec<Shape> {
                 r.set(-77i32).unwrap();
             },
         ),
-        shape(
-            "small_structs",
-            sig(vec![ii, dd.clone(), dl.clone(), fid, c3], Some(Type::I64)),
-            |s, a, r| {
-                s.bytes(a, 0, &bytes_of(&Ii(-11, 22)));
-                s.bytes(a, 1, &bytes_of(&Dd(3.5, -4.5)));
-                s.bytes(a, 2, &bytes_of(&Dl(5.75, -0x666_6666_6666)));
-                s.bytes(a, 3, &bytes_of(&Fid(7.5, -8, 9.125)));
-                s.bytes(a, 4, &bytes_of(&C3(b'x', b'y', b'z')));
-                r.set(424242i64).unwrap();
-            },
-        ),
+        shape("small_structs", sig(vec![ii, dd.clone(), dl.clone(), fid, c3], Some(Type::I64)), |s, a, r| {
+            s.bytes(a, 0, &bytes_of(&Ii(-11, 22)));
+            s.bytes(a, 1, &bytes_of(&Dd(3.5, -4.5)));
+            s.bytes(a, 2, &bytes_of(&Dl(5.75, -0x666_6666_6666)));
+            s.bytes(a, 3, &bytes_of(&Fid(7.5, -8, 9.125)));
+            s.bytes(a, 4, &bytes_of(&C3(b'x', b'y', b'z')));
+            r.set(424242i64).unwrap();
+        }),
         shape(
             "struct_to_stack",
             sig([vec![Type::I64; 5], vec![ll.clone(), Type::I64]].concat(), Some(Type::I64)),
@@ -272,56 +253,32 @@ fn pinned() -> Vec<Shape> {
                 r.set(11i32).unwrap();
             },
         ),
-        shape(
-            "ret_ll",
-            sig(vec![Type::I32], Some(ll)),
-            |s, a, r| {
-                s.arg(a, 0, 1i32);
-                r.set_bytes(&bytes_of(&Ll(-1, 0x7766_5544_3322_1100))).unwrap();
-            },
-        ),
-        shape(
-            "ret_dd",
-            sig(vec![Type::I32], Some(dd)),
-            |s, a, r| {
-                s.arg(a, 0, 2i32);
-                r.set_bytes(&bytes_of(&Dd(1.25, -2.5))).unwrap();
-            },
-        ),
-        shape(
-            "ret_dl",
-            sig(vec![Type::I32], Some(dl)),
-            |s, a, r| {
-                s.arg(a, 0, 3i32);
-                r.set_bytes(&bytes_of(&Dl(0.125, -99))).unwrap();
-            },
-        ),
-        shape(
-            "ret_iii",
-            sig(vec![Type::I32], Some(iii)),
-            |s, a, r| {
-                s.arg(a, 0, 4i32);
-                r.set_bytes(&bytes_of(&Iii(1, -2, 3))).unwrap();
-            },
-        ),
-        shape(
-            "ret_fff",
-            sig(vec![Type::I32], Some(fff)),
-            |s, a, r| {
-                s.arg(a, 0, 5i32);
-                r.set_bytes(&bytes_of(&Fff(1.5, 2.5, -3.5))).unwrap();
-            },
-        ),
-        shape(
-            "ret_big",
-            sig(vec![Type::I32, Type::F64, big24.clone()], Some(big24)),
-            |s, a, r| {
-                s.arg(a, 0, -3i32);
-                s.arg(a, 1, 0.5f64);
-                s.bytes(a, 2, &bytes_of(&Big24(5, 6.5, 7)));
-                r.set_bytes(&bytes_of(&Big24(0x0102_0304_0506_0708, -1.75, -42))).unwrap();
-            },
-        ),
+        shape("ret_ll", sig(vec![Type::I32], Some(ll)), |s, a, r| {
+            s.arg(a, 0, 1i32);
+            r.set_bytes(&bytes_of(&Ll(-1, 0x7766_5544_3322_1100))).unwrap();
+        }),
+        shape("ret_dd", sig(vec![Type::I32], Some(dd)), |s, a, r| {
+            s.arg(a, 0, 2i32);
+            r.set_bytes(&bytes_of(&Dd(1.25, -2.5))).unwrap();
+        }),
+        shape("ret_dl", sig(vec![Type::I32], Some(dl)), |s, a, r| {
+            s.arg(a, 0, 3i32);
+            r.set_bytes(&bytes_of(&Dl(0.125, -99))).unwrap();
+        }),
+        shape("ret_iii", sig(vec![Type::I32], Some(iii)), |s, a, r| {
+            s.arg(a, 0, 4i32);
+            r.set_bytes(&bytes_of(&Iii(1, -2, 3))).unwrap();
+        }),
+        shape("ret_fff", sig(vec![Type::I32], Some(fff)), |s, a, r| {
+            s.arg(a, 0, 5i32);
+            r.set_bytes(&bytes_of(&Fff(1.5, 2.5, -3.5))).unwrap();
+        }),
+        shape("ret_big", sig(vec![Type::I32, Type::F64, big24.clone()], Some(big24)), |s, a, r| {
+            s.arg(a, 0, -3i32);
+            s.arg(a, 1, 0.5f64);
+            s.bytes(a, 2, &bytes_of(&Big24(5, 6.5, 7)));
+            r.set_bytes(&bytes_of(&Big24(0x0102_0304_0506_0708, -1.75, -42))).unwrap();
+        }),
         shape(
             "long_double",
             sig(vec![Type::LongDouble, Type::I32, Type::LongDouble, Type::F64], Some(Type::LongDouble)),
@@ -333,43 +290,29 @@ fn pinned() -> Vec<Shape> {
                 r.set(LongDouble::from_f64(-0.0625)).unwrap();
             },
         ),
-        shape(
-            "complex_ld",
-            sig(vec![Type::I32, Type::LongDouble], Some(Type::ComplexLongDouble)),
-            |s, a, r| {
-                s.arg(a, 0, 9i32);
-                s.bytes(a, 1, &LongDouble::from_f64(2.5).0);
-                r.set(Complex { re: LongDouble::from_f64(3.0), im: LongDouble::from_f64(-4.5) }).unwrap();
-            },
-        ),
-        shape(
-            "int128",
-            sig(vec![Type::I128, Type::I32, Type::U128], Some(Type::I128)),
-            |s, a, r| {
-                s.arg(a, 0, ((-0x0123_4567_89ab_cdefi128) << 64) | 0xfedc_ba98_7654_3210);
-                s.arg(a, 1, -1i32);
-                s.arg(a, 2, (0x1111_2222_3333_4444u128 << 64) | 0x5555_6666_7777_8888);
-                r.set((0x7fff_ffff_ffff_ffffi128 << 64) | 1).unwrap();
-            },
-        ),
-        shape(
-            "complex",
-            sig(vec![Type::ComplexF32, Type::ComplexF64], Some(Type::ComplexF64)),
-            |s, a, r| {
-                s.arg(a, 0, Complex { re: 1.5f32, im: 2.5 });
-                s.arg(a, 1, Complex { re: -3.5f64, im: 4.5 });
-                r.set(Complex { re: 0.25f64, im: -0.75 }).unwrap();
-            },
-        ),
-        shape(
-            "void",
-            sig(vec![Type::Pointer, Type::I32], None),
-            |s, a, _r| match (a.get::<*mut i32>(0), a.get::<i32>(1)) {
+        shape("complex_ld", sig(vec![Type::I32, Type::LongDouble], Some(Type::ComplexLongDouble)), |s, a, r| {
+            s.arg(a, 0, 9i32);
+            s.bytes(a, 1, &LongDouble::from_f64(2.5).0);
+            r.set(Complex { re: LongDouble::from_f64(3.0), im: LongDouble::from_f64(-4.5) }).unwrap();
+        }),
+        shape("int128", sig(vec![Type::I128, Type::I32, Type::U128], Some(Type::I128)), |s, a, r| {
+            s.arg(a, 0, ((-0x0123_4567_89ab_cdefi128) << 64) | 0xfedc_ba98_7654_3210);
+            s.arg(a, 1, -1i32);
+            s.arg(a, 2, (0x1111_2222_3333_4444u128 << 64) | 0x5555_6666_7777_8888);
+            r.set((0x7fff_ffff_ffff_ffffi128 << 64) | 1).unwrap();
+        }),
+        shape("complex", sig(vec![Type::ComplexF32, Type::ComplexF64], Some(Type::ComplexF64)), |s, a, r| {
+            s.arg(a, 0, Complex { re: 1.5f32, im: 2.5 });
+            s.arg(a, 1, Complex { re: -3.5f64, im: 4.5 });
+            r.set(Complex { re: 0.25f64, im: -0.75 }).unwrap();
+        }),
+        shape("void", sig(vec![Type::Pointer, Type::I32], None), |s, a, _r| {
+            match (a.get::<*mut i32>(0), a.get::<i32>(1)) {
                 // SAFETY: the C caller passes the address of its own int32_t.
                 (Ok(p), Ok(v)) => unsafe { *p = v + 1 },
                 other => s.push(format!("{other:?}")),
-            },
-        ),
+            }
+        }),
     ]
 }
 
@@ -443,7 +386,13 @@ fn rax_holds_the_hidden_address_and_narrow_results_extended() {
 /// A C caller generated for `c_sig` calls a callback planned for `rust_sig` (the same unless a
 /// negative control) with pattern bytes; the handler compares every value byte of every
 /// argument (by `rust_sig`'s types) and returns pattern bytes, which must come back to C.
-fn check_generated(oracle: &Oracle, name: &str, c_sig: &Signature, rust_sig: &Signature, pattern: &mut Pattern) -> Result<(), String> {
+fn check_generated(
+    oracle: &Oracle,
+    name: &str,
+    c_sig: &Signature,
+    rust_sig: &Signature,
+    pattern: &mut Pattern,
+) -> Result<(), String> {
     let args: Vec<Vec<u8>> = c_sig.args().iter().map(|t| pattern.value(t)).collect();
     let ret_bytes = rust_sig.ret().map_or_else(Vec::new, |t| pattern.value(t));
     let seen = Seen::default();
@@ -518,7 +467,10 @@ fn random_shapes() -> Vec<(String, Signature)> {
         .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
         .unwrap_or(0x5eed_2026);
     let mut rng = Rng(seed);
-    (0..count).map(|i| (format!("random{i}"), random_signature(&mut rng))).filter(|(_, s)| s.fixed_args().is_none()).collect()
+    (0..count)
+        .map(|i| (format!("random{i}"), random_signature(&mut rng)))
+        .filter(|(_, s)| s.fixed_args().is_none())
+        .collect()
 }
 
 #[test]
@@ -632,8 +584,10 @@ fn callbacks_are_reentrant() {
             // SAFETY: `int32_t nt_cbc_reenter(int32_t (*)(int32_t), int32_t)`; `me` holds this
             // callback's own entry, alive while it runs.
             unsafe {
-                std::mem::transmute::<usize, extern "C" fn(usize, i32) -> i32>(reenter)(me.load(Ordering::SeqCst), depth - 1)
-                    + 1
+                std::mem::transmute::<usize, extern "C" fn(usize, i32) -> i32>(reenter)(
+                    me.load(Ordering::SeqCst),
+                    depth - 1,
+                ) + 1
             }
         };
         r.set(value).unwrap();
@@ -641,7 +595,8 @@ fn callbacks_are_reentrant() {
     .unwrap();
     own.store(cb.as_ptr() as usize, Ordering::SeqCst);
     // SAFETY: as above.
-    let top = unsafe { std::mem::transmute::<usize, extern "C" fn(usize, i32) -> i32>(reenter)(cb.as_ptr() as usize, 5) };
+    let top =
+        unsafe { std::mem::transmute::<usize, extern "C" fn(usize, i32) -> i32>(reenter)(cb.as_ptr() as usize, 5) };
     assert_eq!(top, 100 + 2 * 5 + 1);
 }
 
@@ -725,10 +680,9 @@ fn panics_and_calls_after_drop_abort_with_a_message() {
         }
         unreachable!("the call returned");
     }
-    for (case, expected) in [
-        ("panic", "the handler of callback entry"),
-        ("after_drop", "was called after its Callback was dropped"),
-    ] {
+    for (case, expected) in
+        [("panic", "the handler of callback entry"), ("after_drop", "was called after its Callback was dropped")]
+    {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "panics_and_calls_after_drop_abort_with_a_message", "--nocapture", "--test-threads=1"])
             .env("NT_CALLBACK_CHILD", case)
@@ -740,7 +694,10 @@ fn panics_and_calls_after_drop_abort_with_a_message() {
         assert!(stderr.contains(expected), "{case}: no {expected:?} on stderr:\n{stderr}");
         assert!(stderr.contains("aborting"), "{case}:\n{stderr}");
         if case == "panic" {
-            assert!(stderr.contains("handler saw 1") && stderr.contains("must not unwind into the C caller"), "{stderr}");
+            assert!(
+                stderr.contains("handler saw 1") && stderr.contains("must not unwind into the C caller"),
+                "{stderr}"
+            );
         }
     }
 }

@@ -198,7 +198,11 @@ mod tests {
         let sig = Signature::new(vec![Type::Pointer, Type::I32, id, Type::I32], Some(Type::I32)).unwrap();
         for abi in [Abi::Aapcs64, Abi::Lp64d] {
             let plan = CallbackPlan::new(abi, &sig).unwrap();
-            assert_eq!(plan.args[2], vec![Piece { dst: 0, len: 128, from: Loc::Int(2), by_reference: true }], "{abi:?}");
+            assert_eq!(
+                plan.args[2],
+                vec![Piece { dst: 0, len: 128, from: Loc::Int(2), by_reference: true }],
+                "{abi:?}"
+            );
         }
         let big = agg(Aggregate::builder().array(Type::I64, 3));
         let x8 = CallbackPlan::new(Abi::Aapcs64, &Signature::new(vec![], Some(big.clone())).unwrap()).unwrap();
