@@ -157,10 +157,11 @@ mod tests {
         assert_eq!(plan.args[0], vec![Piece { dst: 0, len: 1, from: Loc::Int(0), by_reference: false }]);
         assert_eq!(plan.args[1], vec![Piece { dst: 0, len: 8, from: Loc::Vec(0), by_reference: false }]);
         assert_eq!(plan.args[2], vec![Piece { dst: 0, len: 2, from: Loc::Int(1), by_reference: false }]);
-        // Integers 4 to 7 are the seventh and eighth integer arguments: on the stack.
-        assert_eq!(plan.args[7], vec![Piece { dst: 0, len: 8, from: Loc::Stack(8), by_reference: false }]);
-        // The eighth float is xmm7; none left over.
-        assert_eq!(plan.args[15][0].from, Loc::Vec(7));
+        // The fifth int64_t is the seventh integer argument: the first stack slot.
+        assert_eq!(plan.args[7], vec![Piece { dst: 0, len: 8, from: Loc::Stack(0), by_reference: false }]);
+        // xmm0 went to the double: the seventh float is xmm7, the eighth the next stack slot.
+        assert_eq!(plan.args[14][0].from, Loc::Vec(7));
+        assert_eq!(plan.args[15], vec![Piece { dst: 0, len: 4, from: Loc::Stack(8), by_reference: false }]);
         assert_eq!(
             plan.result,
             ResultSink::Regs { pieces: vec![RetPiece { from: RetReg::Int(0), dst: 0, len: 2 }], extend: Some(true) }
