@@ -67,6 +67,39 @@ const CALLBACK_X86_64: &[(&str, i64, &str)] = &[
     ("CB_RET_ST", 256, "callback record, result: the st(0) then st(1) images, 16 bytes each (10 value bytes)"),
     ("CB_SIZE", 288, "bytes of the callback record, a multiple of 16"),
 ];
+/// The frame record of a callback on AArch64 (asm/aarch64.S, `nt_cb_common`): the same roles as
+/// on x86-64. x0..x7 and q0..q7 are two contiguous areas, so a `va_list`'s `__gr_top` and
+/// `__vr_top` (AAPCS64, appendix "Variable argument lists") can point at their ends. Byte offsets from
+/// the record's start (sp inside `nt_cb_common`, 16-aligned, below the frame record x29, x30).
+const CALLBACK_AARCH64: &[(&str, i64, &str)] = &[
+    ("CB_INT", 0, "callback record: x0..x7 as the C caller left them, 8 bytes each"),
+    (
+        "CB_VEC",
+        64,
+        "callback record: q0..q7 as the C caller left them, 16 bytes each (whole: a long double is binary128)",
+    ),
+    ("CB_X8", 192, "callback record: x8, the indirect result address (AAPCS64 6.9: composites over 16 bytes)"),
+    ("CB_STACK", 200, "callback record: the address of the first stack argument (the caller's sp at its call)"),
+    ("CB_INDEX", 208, "callback record: the pool index of the entry C called"),
+    ("CB_RET_INT", 224, "callback record, result: x0 then x1"),
+    ("CB_RET_VEC", 240, "callback record, result: q0..q3, 16 bytes each (HFAs of up to four members)"),
+    ("CB_SIZE", 304, "bytes of the callback record, a multiple of 16"),
+];
+/// The frame record of a callback on riscv64 (asm/riscv64.S, `nt_cb_common`). The record is the
+/// stub's whole frame and ends at the caller's sp: a0..a7 are its last 64 bytes, immediately
+/// below the caller's stack arguments, so one pointer walks from the register-passed variadic
+/// arguments into the stack ones (as a variadic prologue of gcc lays them out). Byte offsets
+/// from the record's start (sp inside `nt_cb_common`, 16-aligned).
+const CALLBACK_RISCV64: &[(&str, i64, &str)] = &[
+    ("CB_RET_INT", 0, "callback record, result: a0 then a1"),
+    ("CB_RET_VEC", 16, "callback record, result: fa0 then fa1, 8 bytes each (a float NaN-boxed)"),
+    ("CB_VEC", 32, "callback record: fa0..fa7 as the C caller left them, 8 bytes each"),
+    ("CB_STACK", 96, "callback record: the address of the first stack argument (the caller's sp at its call)"),
+    ("CB_INDEX", 104, "callback record: the pool index of the entry C called"),
+    ("CB_RA", 112, "callback record: the stub's own return address (not read by Rust)"),
+    ("CB_INT", 128, "callback record: a0..a7 as the C caller left them, 8 bytes each, ending at the caller's sp"),
+    ("CB_SIZE", 192, "bytes of the callback record (the stub's whole frame), a multiple of 16"),
+];
 /// Callback entries per pool (docs/adr/0025-callbacks.md): each one is 16 bytes of `.text`, a
 /// table slot and a slot of the dispatcher's; a callback holds one from creation to drop.
 const CALLBACK_POOL: i64 = 256;
@@ -91,7 +124,7 @@ struct Arch {
     vec_regs: &'static [&'static str],
     families: Vec<(&'static str, Vec<&'static [&'static str]>)>,
     frame: &'static [(&'static str, i64, &'static str)],
-    /// The callback record's layout where the architecture has callback entries yet.
+    /// The callback record's layout where the architecture has callback entries.
     callback: Option<&'static [(&'static str, i64, &'static str)]>,
 }
 
@@ -172,7 +205,7 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("done", vec![]),
             ],
             frame: FRAME_AARCH64,
-            callback: None,
+            callback: Some(CALLBACK_AARCH64),
         }),
         ("riscv64", "linux") => Some(Arch {
             asm: "asm/riscv64.S",
@@ -210,7 +243,7 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("done", vec![]),
             ],
             frame: FRAME_RISCV64,
-            callback: None,
+            callback: Some(CALLBACK_RISCV64),
         }),
         _ => None,
     }
@@ -258,6 +291,8 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(nccl_trampoline_asm, values(\"x86_64_sysv\", \"aarch64_aapcs64\", \"riscv64_lp64d\"))");
     // cargo fuzz builds the library with `--cfg fuzzing` (the `fuzzing` module: fuzz/).
     println!("cargo:rustc-check-cfg=cfg(fuzzing)");
+    // Set where the target's assembly has callback entries (docs/adr/0025-callbacks.md).
+    println!("cargo:rustc-check-cfg=cfg(nccl_trampoline_callbacks)");
     println!("cargo:rerun-if-changed=build.rs");
     for f in ["asm/asm.h", "asm/x86_64.S", "asm/aarch64.S", "asm/riscv64.S"] {
         println!("cargo:rerun-if-changed={f}");
@@ -285,6 +320,9 @@ fn main() {
         .define("TRAMPOLINE_TABLE", table.as_str())
         .compile(&lib);
     println!("cargo:rustc-cfg=nccl_trampoline_asm=\"{}\"", arch.cfg);
+    if arch.callback.is_some() {
+        println!("cargo:rustc-cfg=nccl_trampoline_callbacks");
+    }
     // Where the tests find the built object (hardening checks) and the generated header.
     println!("cargo:rustc-env=NCCL_TRAMPOLINE_CORE_ARCHIVE={}", out.join(format!("lib{lib}.a")).display());
     println!("cargo:rustc-env=NCCL_TRAMPOLINE_CORE_INCLUDE={}", out.display());

@@ -798,6 +798,108 @@ ENTRY_END(\name\()_\kind)
 .irp n, 1, 2, 3, 4, 5, 6
     LINES   \n, \n, 0, nt_line_
 .endr
+TABLE_CHECK(T_CB_INSTALL)
+
+/* --------------------------------------------------------------------------------------------
+ * Callbacks: calls from C into Rust (docs/adr/0025-callbacks.md). Mirrors x86_64.S's
+ * "Callbacks": CB_POOL entries in .text, each loading its pool index and branching to
+ * cb_common, which saves the argument registers into the record, calls the dispatcher through
+ * nt_cb_dispatcher and loads the result registers from the record. Differences: the index in
+ * x9, x8 saved (the indirect result address), q0..q7 saved whole, results in x0, x1 and q0..q3,
+ * a signed return address. */
+
+    .bss
+    .p2align 3
+    .type   nt_cb_dispatcher, %object
+nt_cb_dispatcher:
+    .zero   8
+    .size   nt_cb_dispatcher, 8
+
+/* cb_install(dispatcher = x0): void. As on x86-64: one plain store, under the Rust side's pool
+ * lock, before any entry is handed out. */
+ENTRY_START(nt_cb_install)
+    adrp    x9, nt_cb_dispatcher
+    str     x0, [x9, :lo12:nt_cb_dispatcher]
+    ret
+ENTRY_END(nt_cb_install)
+
+/* cb_common: what every entry branches to, with
+ *   x9 = the entry's pool index (x9 is a temporary that carries no argument, AAPCS64 6.1.1;
+ *        not x16/x17, which a linker veneer between the caller and the entry may clobber);
+ *   x0..x7, q0..q7 as the C caller left them; x8 = the address of the caller's result memory
+ *   when the result is a composite over 16 bytes (6.9: "passed in x8", not as an argument);
+ *   x30 = the return address into C; sp = the caller's sp at its BLR, where the first stack
+ *   argument is (C.16: the NSAA starts at the caller's sp), 16-aligned.
+ * Frame: a signed frame record (x29, x30) at sp - 16, x29 pointing at it (a frame-pointer
+ * chain as the forward framed entries keep), then CB_SIZE bytes of record at sp, 16-aligned.
+ * x29 and x30 are the only callee-saved state used; the dispatcher is Rust and keeps x19-x28
+ * and d8-d15.
+ * Out: x0, x1, q0..q3 as the dispatcher wrote them into the record (all of them: zero where
+ * the result does not use them; x0 = the x8 address for a result in memory, which AAPCS64 does
+ * not require and no caller reads). */
+ENTRY_START(nt_cb_common)
+    paciasp
+    .cfi_negate_ra_state
+    stp     x29, x30, [sp, #-16]!
+    .cfi_def_cfa_offset 16
+    .cfi_offset x29, -16
+    .cfi_offset x30, -8
+    mov     x29, sp
+    .cfi_def_cfa_register x29
+    sub     sp, sp, #CB_SIZE
+    stp     x0, x1, [sp, #CB_INT + 0]
+    stp     x2, x3, [sp, #CB_INT + 16]
+    stp     x4, x5, [sp, #CB_INT + 32]
+    stp     x6, x7, [sp, #CB_INT + 48]
+    /* Whole q registers: a long double (binary128) or an HFA member of one fills all 16
+     * bytes. */
+    stp     q0, q1, [sp, #CB_VEC + 0]
+    stp     q2, q3, [sp, #CB_VEC + 32]
+    stp     q4, q5, [sp, #CB_VEC + 64]
+    stp     q6, q7, [sp, #CB_VEC + 96]
+    str     x8, [sp, #CB_X8]
+    /* The stack arguments start at the caller's sp: above our frame record, x29 + 16. */
+    add     x10, x29, #16
+    str     x10, [sp, #CB_STACK]
+    str     x9, [sp, #CB_INDEX]
+    mov     x0, sp
+    adrp    x16, nt_cb_dispatcher
+    ldr     x16, [x16, :lo12:nt_cb_dispatcher]
+    blr     x16
+    ldp     x0, x1, [sp, #CB_RET_INT]
+    ldp     q0, q1, [sp, #CB_RET_VEC + 0]
+    ldp     q2, q3, [sp, #CB_RET_VEC + 32]
+    mov     sp, x29
+    .cfi_def_cfa sp, 16
+    ldp     x29, x30, [sp], #16
+    .cfi_def_cfa_offset 0
+    .cfi_restore x29
+    .cfi_restore x30
+    autiasp
+    .cfi_negate_ra_state
+    ret
+ENTRY_END(nt_cb_common)
+TABLE_CHECK(T_CB_ENTRY)
+
+/* cb_<i>, i = 0 to CB_POOL - 1: `bti c` (entries are called indirectly by C: BLR), the index
+ * into x9, a direct branch to cb_common (no landing pad needed there). One CFI region, none
+ * touches sp or x30: CFA = sp, return address in x30, the CIE's initial rules. 12 bytes,
+ * aligned to 16. */
+.macro CB_ENTRY i
+    .type   nt_cb_\i, %function
+    .p2align 4
+nt_cb_\i:
+    CALL_PAD
+    mov     w9, #\i
+    b       nt_cb_common
+    .size   nt_cb_\i, . - nt_cb_\i
+    TABLE_SLOT(nt_cb_\i)
+.endm
+REGION_START
+.irp i, L_CB_ENTRIES
+    CB_ENTRY \i
+.endr
+REGION_END
 
 TABLE_END
 NOTE_GNU_PROPERTY

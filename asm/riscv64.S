@@ -724,6 +724,109 @@ ENTRY_END(\name\()_\kind)
 .irp n, 1, 2, 3, 4, 5, 6
     LINES   \n, \n, 0, nt_line_
 .endr
+TABLE_CHECK(T_CB_INSTALL)
+
+/* --------------------------------------------------------------------------------------------
+ * Callbacks: calls from C into Rust (docs/adr/0025-callbacks.md). Mirrors x86_64.S's
+ * "Callbacks": CB_POOL entries in .text, each loading its pool index and jumping to cb_common,
+ * which saves the argument registers into the record, calls the dispatcher through
+ * nt_cb_dispatcher and loads the result registers from the record. Differences: the index in
+ * t1, no landing pads (asm.h), the record is the stub's whole frame with a0..a7 at its top,
+ * results in a0, a1, fa0, fa1. */
+
+    .bss
+    .p2align 3
+    .type   nt_cb_dispatcher, %object
+nt_cb_dispatcher:
+    .zero   8
+    .size   nt_cb_dispatcher, 8
+
+/* cb_install(dispatcher = a0): void. As on x86-64: one plain store, under the Rust side's pool
+ * lock, before any entry is handed out. */
+ENTRY_START(nt_cb_install)
+    lla     t0, nt_cb_dispatcher
+    sd      a0, 0(t0)
+    ret
+ENTRY_END(nt_cb_install)
+
+/* cb_common: what every entry jumps to, with
+ *   t1 = the entry's pool index (a temporary that carries no argument; not ra or t0, whose use
+ *        as a jump's source or link is a return-address-stack hint, see the top of this file);
+ *   a0..a7, fa0..fa7 as the C caller left them (a float NaN-boxed in its f register); a0 = the
+ *   address of the caller's result memory when the result is larger than 2 x XLEN (psABI:
+ *   the caller "passes a pointer to it as an implicit first parameter to the callee");
+ *   ra = the return address into C; sp = the caller's sp at its call, where the first stack
+ *   argument is, 16-aligned.
+ * Frame: the record itself, CB_SIZE bytes at sp, holding ra at CB_RA; a0..a7 go to its top
+ * CB_INT..CB_SIZE, which is [caller's sp - 64, caller's sp): directly below the stack
+ * arguments, as a variadic function's prologue stores them (the variadic view walks one
+ * pointer across both). No frame pointer: s0 is not touched (the CFI describes the frame).
+ * ra is the only callee-saved state used; the dispatcher is Rust and keeps s0-s11, fs0-fs11.
+ * Out: a0, a1, fa0, fa1 as the dispatcher wrote them into the record (all of them; a0 = the
+ * hidden address for a result in memory, which LP64D does not require and no caller reads). A
+ * float result's f register is NaN-boxed by the record (the dispatcher's zeroed result slots
+ * hold all ones above the low 4 bytes), so fld loads a valid single. */
+ENTRY_START(nt_cb_common)
+    addi    sp, sp, -CB_SIZE
+    .cfi_def_cfa_offset CB_SIZE
+    sd      ra, CB_RA(sp)
+    .cfi_offset ra, CB_RA - CB_SIZE
+    sd      a0, CB_INT + 0(sp)
+    sd      a1, CB_INT + 8(sp)
+    sd      a2, CB_INT + 16(sp)
+    sd      a3, CB_INT + 24(sp)
+    sd      a4, CB_INT + 32(sp)
+    sd      a5, CB_INT + 40(sp)
+    sd      a6, CB_INT + 48(sp)
+    sd      a7, CB_INT + 56(sp)
+    /* Whole 64-bit f registers: a double, or a float with its NaN box. */
+    fsd     fa0, CB_VEC + 0(sp)
+    fsd     fa1, CB_VEC + 8(sp)
+    fsd     fa2, CB_VEC + 16(sp)
+    fsd     fa3, CB_VEC + 24(sp)
+    fsd     fa4, CB_VEC + 32(sp)
+    fsd     fa5, CB_VEC + 40(sp)
+    fsd     fa6, CB_VEC + 48(sp)
+    fsd     fa7, CB_VEC + 56(sp)
+    /* The stack arguments start at the caller's sp: the end of the record. */
+    addi    t0, sp, CB_SIZE
+    sd      t0, CB_STACK(sp)
+    sd      t1, CB_INDEX(sp)
+    mv      a0, sp
+    /* Through t2: neither ra nor t0 (no return-address-stack hint but the call's push). */
+    ld      t2, nt_cb_dispatcher
+    jalr    t2
+    ld      a0, CB_RET_INT + 0(sp)
+    ld      a1, CB_RET_INT + 8(sp)
+    fld     fa0, CB_RET_VEC + 0(sp)
+    fld     fa1, CB_RET_VEC + 8(sp)
+    ld      ra, CB_RA(sp)
+    .cfi_restore ra
+    addi    sp, sp, CB_SIZE
+    .cfi_def_cfa_offset 0
+    ret
+ENTRY_END(nt_cb_common)
+TABLE_CHECK(T_CB_ENTRY)
+
+/* cb_<i>, i = 0 to CB_POOL - 1: the index into t1, a direct jump to cb_common. One CFI region,
+ * none touches sp or ra: CFA = sp, return address in ra, the CIE's initial rules. 8 bytes (the
+ * index is a 12-bit immediate, CB_POOL <= 2048; `j` reaches cb_common within 1 MiB), aligned
+ * to 16. */
+.macro CB_ENTRY i
+    .type   nt_cb_\i, %function
+    .p2align 4
+nt_cb_\i:
+    CALL_PAD
+    li      t1, \i
+    j       nt_cb_common
+    .size   nt_cb_\i, . - nt_cb_\i
+    TABLE_SLOT(nt_cb_\i)
+.endm
+REGION_START
+.irp i, L_CB_ENTRIES
+    CB_ENTRY \i
+.endr
+REGION_END
 
 TABLE_END
 NOTE_GNU_PROPERTY

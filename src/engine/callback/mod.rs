@@ -8,7 +8,7 @@
 //! - here: the object, the pool of assembly entries it takes one from, and the dispatcher
 //!   every entry reaches.
 //!
-//! The entries are a fixed pool assembled into `.text` (`cb_<i>` in asm/x86_64.S, CB_POOL of
+//! The entries are a fixed pool assembled into `.text` (`cb_<i>` in asm/<arch>.S, CB_POOL of
 //! them): no page is ever writable and executable. Entry `i` loads `i` and jumps to the common
 //! stub, which calls [`dispatch`] with the record; the dispatcher finds the callback in slot
 //! `i`. A callback holds its entry from creation to drop; a dropped callback's entry goes to the
@@ -34,15 +34,15 @@ pub type Handler = dyn Fn(&CallbackArgs<'_>, &mut CallbackResult<'_>) + Send + S
 /// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
 /// (0 where the target has no callback entries yet). Each entry costs 16 bytes of `.text` and a
 /// slot of the code table.
-#[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+#[cfg(nccl_trampoline_callbacks)]
 pub const POOL_SIZE: usize = crate::engine::layout::CB_POOL as usize;
 /// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
 /// (0 where the target has no callback entries yet).
-#[cfg(not(nccl_trampoline_asm = "x86_64_sysv"))]
+#[cfg(not(nccl_trampoline_callbacks))]
 pub const POOL_SIZE: usize = 0;
 
 /// What a slot of the pool points to while its callback lives.
-#[cfg_attr(not(nccl_trampoline_asm = "x86_64_sysv"), allow(dead_code))]
+#[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
 struct State {
     plan: CallbackPlan,
     signature: Signature,
@@ -105,14 +105,15 @@ impl Callback {
     where
         F: Fn(&CallbackArgs<'_>, &mut CallbackResult<'_>) + Send + Sync + 'static,
     {
-        #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+        #[cfg(nccl_trampoline_callbacks)]
         {
-            let plan = CallbackPlan::new(crate::abi::Abi::SysVX86_64, signature)?;
+            let abi = crate::abi::Abi::native().ok_or(Error::CallbacksUnsupported { target: crate::engine::TARGET })?;
+            let plan = CallbackPlan::new(abi, signature)?;
             let state = Box::new(State { plan, signature: signature.clone(), handler: Box::new(handler) });
             let (index, state, code) = pool::take(state)?;
             Ok(Callback { index, code, state })
         }
-        #[cfg(not(nccl_trampoline_asm = "x86_64_sysv"))]
+        #[cfg(not(nccl_trampoline_callbacks))]
         {
             let _ = (signature, handler, CallbackPlan::new);
             Err(Error::CallbacksUnsupported { target: crate::engine::TARGET })
@@ -150,7 +151,7 @@ impl fmt::Debug for Callback {
 
 impl Drop for Callback {
     fn drop(&mut self) {
-        #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+        #[cfg(nccl_trampoline_callbacks)]
         pool::give_back(self.index, self.state);
     }
 }
@@ -158,7 +159,7 @@ impl Drop for Callback {
 /// Ends the process with `message` on stderr: what the dispatcher does where continuing would
 /// unwind into C or run the wrong code.
 #[cold]
-#[cfg_attr(not(nccl_trampoline_asm = "x86_64_sysv"), allow(dead_code))]
+#[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
 fn fatal(message: fmt::Arguments<'_>) -> ! {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "nccl-trampoline: {message}; aborting");
@@ -166,7 +167,7 @@ fn fatal(message: fmt::Arguments<'_>) -> ! {
 }
 
 /// The panic payload's message, when it has one.
-#[cfg_attr(not(nccl_trampoline_asm = "x86_64_sysv"), allow(dead_code))]
+#[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
 fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
     payload
         .downcast_ref::<&str>()
@@ -175,7 +176,7 @@ fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
         .unwrap_or("(no message)")
 }
 
-#[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+#[cfg(nccl_trampoline_callbacks)]
 mod pool {
     use core::ffi::c_void;
     use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
@@ -214,7 +215,7 @@ mod pool {
 
     /// Takes a free entry for `state`: its index, code address and the state's address.
     pub(super) fn take(state: Box<State>) -> Result<(usize, *const State, *const c_void), Error> {
-        let table = crate::engine::table().expect("x86-64 has the code table");
+        let table = crate::engine::table().expect("a target with callback entries has the code table");
         let index = {
             let mut free = free();
             if !free.installed {
@@ -285,10 +286,11 @@ mod pool {
 
     /// Runs the handler on the record and places its result.
     fn run(state: &State, record: &mut Record) {
-        // Register results are at most 32 bytes (a `_Complex long double`).
+        // Register results are at most 64 bytes (AAPCS64: an HFA of four long doubles in
+        // q0..q3; x86-64's largest is 32, a `_Complex long double`).
         #[repr(C, align(16))]
-        struct Buffer([u8; 32]);
-        let mut buffer = Buffer([0; 32]);
+        struct Buffer([u8; 64]);
+        let mut buffer = Buffer([0; 64]);
         let ty = state.signature.ret();
         let dst = match state.plan.result {
             ResultSink::Memory { from } => {
