@@ -1,7 +1,7 @@
 //! The callback pool: its size is what `Callback::POOL_SIZE` states, exhaustion is a typed
 //! error, every entry is distinct code that reaches its own callback, and a released entry is
 //! reused. Alone in its test binary: no other test may hold entries meanwhile.
-#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 
 use std::ffi::c_void;
 

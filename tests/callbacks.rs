@@ -12,8 +12,10 @@
 //! - threads, re-entrancy, drop waiting for running calls, the views' typed errors, and the panic
 //!   and use-after-drop policies (in a child process: they abort).
 //!
-//! x86-64 only: the other architectures have no callback entries yet (docs/callbacks-status.md).
-#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+//! On every architecture with callback entries: x86-64 natively, AArch64 under `qemu-aarch64
+//! -cpu max` (BTI and PAC on) and riscv64 under `qemu-riscv64`, with the C compiled by the
+//! target's gcc or by `NCCL_TRAMPOLINE_TEST_CC` (clang --target=..., scripts/test.sh).
+#![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 
 mod common;
 
@@ -345,10 +347,13 @@ fn pinned_callbacks_called_from_c() {
 }
 
 /// What gcc's callers never look at: %rax after a MEMORY-class result must be the hidden
-/// address (psABI 3.2.3), and a narrow integer result is extended to 64 bits by its type (ADR
-/// 25; clang's callers may rely on it). Read from the registers by tests/c/callbacks_probe.S.
+/// address (psABI 3.2.3), read from the register by tests/c/callbacks_probe.S. x86-64 only:
+/// AAPCS64 (6.9) and LP64D ("Integer Calling Convention") do not require the callee to return
+/// the address in any register (x8 is not preserved, and nothing is said of x0 / a0), and no
+/// caller reads it.
+#[cfg(target_arch = "x86_64")]
 #[test]
-fn rax_holds_the_hidden_address_and_narrow_results_extended() {
+fn rax_holds_the_hidden_address_of_a_memory_result() {
     let big24 = agg(Aggregate::builder().field(Type::I64).field(Type::F64).field(Type::I32));
     let cb = Callback::new(&sig(vec![Type::I32], Some(big24)), |a, r| {
         assert_eq!(a.get::<i32>(0).unwrap(), 7);
@@ -364,23 +369,39 @@ fn rax_holds_the_hidden_address_and_narrow_results_extended() {
     };
     assert_eq!(rax, out.as_ptr() as usize, "%rax is not the hidden result address");
     assert_eq!(bytes_of(&out)[..20], bytes_of(&Big24(1, 2.0, 3))[..20]);
+}
 
-    let raw = |ret: Type, set: fn(&mut CallbackResult<'_>) -> Result<(), Error>| -> u64 {
+/// A narrow integer result is extended to 64 bits by its type in the first result register
+/// (ADR 25; clang's x86-64 callers may rely on it, LP64D requires it: a result is returned "in
+/// the same manner as a first named argument of the same type would be passed", so a uint32_t
+/// comes back sign-extended), read from all 64 bits of the register by
+/// tests/c/callbacks_probe.S (rax / x0 / a0). Called with an argument of 1 and of -1, so the
+/// register's upper bits hold zeros or ones before the call on the architectures whose
+/// argument register is the result register.
+#[test]
+fn narrow_integer_results_are_extended_to_64_bits() {
+    let raw = |ret: Type, set: fn(&mut CallbackResult<'_>) -> Result<(), Error>, arg: i32| -> u64 {
         let cb = Callback::new(&sig(vec![Type::I32], Some(ret)), move |_, r| set(r).unwrap()).unwrap();
-        // SAFETY: `uint64_t nt_cbc_raw_rax(void *f, int32_t arg)`; f takes an int32_t.
+        // SAFETY: `uint64_t nt_cbc_raw_result(void *f, int32_t arg)`; f takes an int32_t.
         unsafe {
             std::mem::transmute::<*const c_void, extern "C" fn(*const c_void, i32) -> u64>(
-                c_callers().sym("nt_cbc_raw_rax"),
-            )(cb.as_ptr(), 1)
+                c_callers().sym("nt_cbc_raw_result"),
+            )(cb.as_ptr(), arg)
         }
     };
-    assert_eq!(raw(Type::I8, |r| r.set(-7i8)), -7i64 as u64);
-    assert_eq!(raw(Type::U8, |r| r.set(249u8)), 249);
-    assert_eq!(raw(Type::I16, |r| r.set(-30000i16)), -30000i64 as u64);
-    assert_eq!(raw(Type::U16, |r| r.set(60000u16)), 60000);
-    assert_eq!(raw(Type::I32, |r| r.set(-5i32)), -5i64 as u64);
-    assert_eq!(raw(Type::U32, |r| r.set(0xfedc_ba98u32)), 0xfedc_ba98);
-    assert_eq!(raw(Type::I64, |r| r.set(-2i64)), -2i64 as u64);
+    // LP64D: integer scalars "are widened according to the sign of their type up to 32 bits,
+    // then sign-extended to XLEN bits".
+    let u32_extended = if cfg!(target_arch = "riscv64") { 0xffff_ffff_fedc_ba98 } else { 0xfedc_ba98 };
+    for arg in [1, -1] {
+        assert_eq!(raw(Type::I8, |r| r.set(-7i8), arg), -7i64 as u64);
+        assert_eq!(raw(Type::U8, |r| r.set(249u8), arg), 249);
+        assert_eq!(raw(Type::I16, |r| r.set(-30000i16), arg), -30000i64 as u64);
+        assert_eq!(raw(Type::U16, |r| r.set(60000u16), arg), 60000);
+        assert_eq!(raw(Type::I32, |r| r.set(-5i32), arg), -5i64 as u64);
+        assert_eq!(raw(Type::U32, |r| r.set(0xfedc_ba98u32), arg), u32_extended);
+        assert_eq!(raw(Type::U32, |r| r.set(0x7edc_ba98u32), arg), 0x7edc_ba98);
+        assert_eq!(raw(Type::I64, |r| r.set(-2i64), arg), -2i64 as u64);
+    }
 }
 
 /// A C caller generated for `c_sig` calls a callback planned for `rust_sig` (the same unless a
@@ -522,18 +543,28 @@ fn negative_controls_a_callback_planned_for_another_signature_is_seen() {
     let ll = agg(Aggregate::builder().field(Type::I64).field(Type::I64));
     let dd = agg(Aggregate::builder().field(Type::F64).field(Type::F64));
     let big = agg(Aggregate::builder().array(Type::I64, 3));
+    // AAPCS64 returns both {double, int64_t} and {int64_t, double} in x0:x1 (neither is an
+    // HFA): there the result control swaps an HFA (d0:d1) for two integers (x0:x1) instead.
+    let swapped_result = if cfg!(target_arch = "aarch64") {
+        (sig(vec![], Some(dd.clone())), sig(vec![], Some(ll.clone())))
+    } else {
+        (sig(vec![], Some(dl)), sig(vec![], Some(ld)))
+    };
     let controls = [
-        // rdi and xmm0 swapped.
+        // The first integer and the first floating-point argument register swapped.
         ("swapped_classes", sig(vec![Type::F64, Type::I64], None), sig(vec![Type::I64, Type::F64], None)),
-        // The result in xmm0 + rax, returned as rax + xmm0.
-        ("swapped_result", sig(vec![], Some(dl)), sig(vec![], Some(ld))),
-        // A struct on the stack (one integer register left), read from xmm0:xmm1.
+        // The result in a vector and an integer register (x86-64: xmm0 + rax; riscv64: fa0 +
+        // a0), returned the other way round; AArch64: above.
+        ("swapped_result", swapped_result.0, swapped_result.1),
+        // x86-64: a struct on the stack (one integer register left), read from xmm0:xmm1;
+        // elsewhere a struct in two integer registers, read from two floating-point ones.
         (
             "stack_struct",
             sig([vec![Type::I64; 5], vec![ll, Type::I64]].concat(), None),
             sig([vec![Type::I64; 5], vec![dd, Type::I64]].concat(), None),
         ),
-        // The hidden result pointer in rdi, read as the first argument.
+        // The hidden result pointer (rdi / x8 / a0) ignored: the result read from the integer
+        // result register instead of memory.
         ("hidden_pointer", sig(vec![Type::I64], Some(big)), sig(vec![Type::I64], Some(Type::I64))),
     ];
     let shapes: Vec<(String, Signature)> = controls.iter().map(|(n, c, _)| (n.to_string(), c.clone())).collect();
@@ -664,6 +695,40 @@ fn the_views_refuse_wrong_reads_and_results_with_typed_errors() {
     assert_eq!(Callback::new(&variadic, |_, _| {}).unwrap_err(), Error::VariadicCallback);
 }
 
+/// Runs this test binary again with only the test `name` and `env` set. Under qemu-user the host
+/// kernel cannot exec an AArch64 or riscv64 child (no binfmt_misc) and the failed exec shows only
+/// as status 127 with no output (tests/real_nccl.rs): that case runs again through qemu, with the
+/// runner's arguments (.cargo/config.toml; `-cpu max` keeps BTI and PAC on).
+fn rerun_self(name: &str, env: (&str, &str)) -> std::process::Output {
+    let exe = std::env::current_exe().unwrap();
+    let args = ["--exact", name, "--nocapture", "--test-threads=1"];
+    let run = |program: &std::ffi::OsStr, pre: &[&str]| {
+        std::process::Command::new(program)
+            .args(pre)
+            .arg(&exe)
+            .args(args)
+            .env(env.0, env.1)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+    };
+    let out = run(exe.as_os_str(), &[]);
+    let exec_failed = out.status.code() == Some(127) && out.stdout.is_empty() && out.stderr.is_empty();
+    let qemu = if cfg!(target_arch = "aarch64") {
+        Some(("qemu-aarch64", &["-cpu", "max", "-L", "/usr/aarch64-linux-gnu"][..]))
+    } else if cfg!(target_arch = "riscv64") {
+        Some(("qemu-riscv64", &["-L", "/usr/riscv64-linux-gnu"][..]))
+    } else {
+        None
+    };
+    match qemu {
+        Some((default, pre)) if exec_failed => {
+            let qemu = std::env::var("NCCL_TRAMPOLINE_TEST_QEMU").unwrap_or_else(|_| default.into());
+            run(qemu.as_ref(), pre)
+        }
+        _ => out,
+    }
+}
+
 /// A handler that panics, or a callback called after its drop, ends the process with a message
 /// (never unwinding into C, never running freed state). Each runs in a child process: this
 /// test's executable, filtered to this test, with `NT_CALLBACK_CHILD` naming the case.
@@ -686,11 +751,7 @@ fn panics_and_calls_after_drop_abort_with_a_message() {
     for (case, expected) in
         [("panic", "the handler of callback entry"), ("after_drop", "was called after its Callback was dropped")]
     {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "panics_and_calls_after_drop_abort_with_a_message", "--nocapture", "--test-threads=1"])
-            .env("NT_CALLBACK_CHILD", case)
-            .output()
-            .unwrap();
+        let out = rerun_self("panics_and_calls_after_drop_abort_with_a_message", ("NT_CALLBACK_CHILD", case));
         let stderr = String::from_utf8_lossy(&out.stderr);
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(out.status.signal(), Some(6), "{case}: not SIGABRT: {:?}\n{stderr}", out.status);

@@ -1,12 +1,14 @@
 /*
- * tests/callbacks.rs: what C callers compiled by gcc never look at, read straight from the
- * registers (x86-64 only, like the callback entries so far).
+ * tests/callbacks.rs: what C callers compiled by a compiler never look at, read straight from
+ * the registers.
  *
- *   void *nt_cbc_hidden_rax(void *f, void *buffer): calls `struct (24 bytes) f(int32_t 7)` with
- *     the hidden result address `buffer` in %rdi and returns %rax as f left it, which psABI
- *     3.2.3 requires to be that address (gcc's callers use their own copy of it instead).
- *   uint64_t nt_cbc_raw_rax(void *f, int32_t arg): calls `f(arg)` and returns all 64 bits of
- *     %rax, so the test sees how a narrow integer result was extended.
+ *   uint64_t nt_cbc_raw_result(void *f, int32_t arg): calls `f(arg)` and returns all 64 bits of
+ *     the first integer result register (%rax, x0, a0) as f left it, so the test sees how a
+ *     narrow integer result was extended. Every architecture.
+ *   void *nt_cbc_hidden_rax(void *f, void *buffer) (x86-64 only): calls `struct (24 bytes)
+ *     f(int32_t 7)` with the hidden result address `buffer` in %rdi and returns %rax as f left
+ *     it, which psABI 3.2.3 requires to be that address (gcc's callers use their own copy of it
+ *     instead). AAPCS64 and LP64D require no register to hold the address after the call.
  */
 #if defined(__x86_64__)
     .text
@@ -32,10 +34,10 @@ nt_cbc_hidden_rax:
     .cfi_endproc
     .size   nt_cbc_hidden_rax, . - nt_cbc_hidden_rax
 
-    .globl  nt_cbc_raw_rax
-    .type   nt_cbc_raw_rax, %function
+    .globl  nt_cbc_raw_result
+    .type   nt_cbc_raw_result, %function
     .p2align 4
-nt_cbc_raw_rax:
+nt_cbc_raw_result:
     .cfi_startproc
     endbr64
     sub     $8, %rsp            /* 16-aligned at the call */
@@ -50,6 +52,61 @@ nt_cbc_raw_rax:
     .cfi_def_cfa_offset 8
     ret
     .cfi_endproc
-    .size   nt_cbc_raw_rax, . - nt_cbc_raw_rax
+    .size   nt_cbc_raw_result, . - nt_cbc_raw_result
+
+#elif defined(__aarch64__)
+    .text
+
+    .globl  nt_cbc_raw_result
+    .type   nt_cbc_raw_result, %function
+    .p2align 4
+nt_cbc_raw_result:
+    .cfi_startproc
+    bti     c
+    stp     x29, x30, [sp, #-16]!
+    .cfi_def_cfa_offset 16
+    .cfi_offset x29, -16
+    .cfi_offset x30, -8
+    mov     x29, sp
+    mov     x9, x0
+    /* The int32_t argument in w0, garbage in x0's upper half (AAPCS64 leaves those bits
+     * unspecified for a 32-bit argument): x0 is also the result register, so a callee that
+     * does not write all of it is seen. */
+    movz    x0, #0x5a5a, lsl #48
+    movk    x0, #0x5a5a, lsl #32
+    bfxil   x0, x1, #0, #32
+    blr     x9
+    ldp     x29, x30, [sp], #16
+    .cfi_def_cfa_offset 0
+    .cfi_restore x29
+    .cfi_restore x30
+    ret
+    .cfi_endproc
+    .size   nt_cbc_raw_result, . - nt_cbc_raw_result
+
+#elif defined(__riscv) && __riscv_xlen == 64
+    .text
+
+    .globl  nt_cbc_raw_result
+    .type   nt_cbc_raw_result, %function
+    .p2align 2
+nt_cbc_raw_result:
+    .cfi_startproc
+    addi    sp, sp, -16
+    .cfi_def_cfa_offset 16
+    sd      ra, 8(sp)
+    .cfi_offset ra, -8
+    mv      t2, a0
+    /* The int32_t argument sign-extended, as LP64D requires (a0 is also the result register:
+     * the test passes 1 and -1, so its upper bits hold zeros, then ones). */
+    sext.w  a0, a1
+    jalr    t2
+    ld      ra, 8(sp)
+    .cfi_restore ra
+    addi    sp, sp, 16
+    .cfi_def_cfa_offset 0
+    ret
+    .cfi_endproc
+    .size   nt_cbc_raw_result, . - nt_cbc_raw_result
 #endif
     .section .note.GNU-stack, "", %progbits
