@@ -14,7 +14,9 @@
 //! - call frame information covers every function (unwinders and profilers walk through it);
 //! - on AArch64, the landing pads work: a BTI-enforced program calls through the trampoline
 //!   (walks, every handler kind it uses, a straight-line body, a checked wrapper), and its
-//!   negative control (a callee without a landing pad) dies with SIGILL.
+//!   negative control (a callee without a landing pad) dies with SIGILL; and C calls into
+//!   callback entries (their `bti c`, cb_common's PAC pair, a C dispatcher), whose negative
+//!   control (every entry entered past its pad) dies with SIGILL.
 //!
 //! Every tool is required: a missing one fails the test and names the tool, so a check that
 //! could not run is never reported as passed. Overrides: `NCCL_TRAMPOLINE_OBJDUMP`,
@@ -466,21 +468,32 @@ mod bti {
     /// A static, freestanding, BTI-marked program: bti_main.c, the callee, the trampoline.
     /// Returns its path and what the linker printed on stderr.
     fn build(dir: &Path, callee: &str, callee_branch_protection: &str) -> (String, String) {
+        build_program(dir, "bti_main.c", &[], Some((callee, callee_branch_protection)))
+    }
+
+    /// A static, freestanding, BTI-marked program: `main` (built with `defines`), the callee if
+    /// any, the trampoline. Returns its path and what the linker printed on stderr.
+    fn build_program(dir: &Path, main: &str, defines: &[&str], callee: Option<(&str, &str)>) -> (String, String) {
         let cc = tool("NCCL_TRAMPOLINE_TEST_CC", "aarch64-linux-gnu-gcc");
         let include = format!("-I{}", env!("NCCL_TRAMPOLINE_CORE_INCLUDE"));
         let c_include = format!("-I{}", c_file(""));
         let entry = format!("-DTRAMPOLINE_TABLE={TABLE_SYMBOL}");
         let common = ["-c", "-O2", "-std=gnu11", "-Wall", "-Werror", "-ffreestanding", "-fno-stack-protector"];
-        let compile = |src: &str, obj: &str, branch_protection: &str| {
+        let compile = |src: &str, obj: &str, branch_protection: &str, defines: &[&str]| {
             let flag = format!("-mbranch-protection={branch_protection}");
             let mut args: Vec<&str> = common.to_vec();
+            args.extend(defines);
             args.extend([flag.as_str(), include.as_str(), c_include.as_str(), entry.as_str(), "-o", obj, src]);
             let out = spawn(&cc, &args, Some(dir));
             assert!(out.status.success(), "{cc} {}:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr));
         };
-        compile(&c_file("bti_main.c"), "main.o", "standard");
-        compile(&c_file(callee), "callee.o", callee_branch_protection);
-        let args = ["-static", "-nostdlib", "-Wl,-z,force-bti", "-o", "prog", "main.o", "callee.o", ARCHIVE];
+        compile(&c_file(main), "main.o", "standard", defines);
+        let mut args = vec!["-static", "-nostdlib", "-Wl,-z,force-bti", "-o", "prog", "main.o"];
+        if let Some((callee, branch_protection)) = callee {
+            compile(&c_file(callee), "callee.o", branch_protection, &[]);
+            args.push("callee.o");
+        }
+        args.push(ARCHIVE);
         let out = spawn(&cc, &args, Some(dir));
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "linking: {cc} {}:\n{stderr}", args.join(" "));
@@ -589,5 +602,87 @@ mod bti {
             String::from_utf8_lossy(&out.stderr)
         );
         println!("hardening: callee without landing pad: exit 0 without BTI, {} with BTI", describe(out.status));
+    }
+
+    /// Callback entries (ADR 25) called indirectly from BTI-guarded code: each entry's `bti c`
+    /// lets C's BLR in, cb_common signs and authenticates its return address, and its call of
+    /// the dispatcher (here a C one, installed with cb_install) and the registers it saves and
+    /// loads work: bti_callback_main.c checks x0..x7, x8, d0, the stack argument and the index
+    /// in the record, and x0 and d0 back in the caller, for the first, a middle and the last
+    /// entry.
+    #[test]
+    fn bti_enforced_calls_into_callback_entries() {
+        let dir = work_dir("bti-callback-positive");
+        let (prog, link_stderr) = build_program(&dir, "bti_callback_main.c", &[], None);
+        assert!(
+            !link_stderr.contains("BTI"),
+            "the linker had to force BTI, so an input lacks the BTI property (the trampoline?):\n{link_stderr}"
+        );
+        assert_bti_marked(&prog);
+        let out = run(&dir, "max", &prog);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{prog} under `{} -cpu max`: {} (10 + n: check n of bti_callback_main.c failed)\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!("hardening: BTI-enforced program called callback entries 0, 100 and 255: exit 0");
+    }
+
+    /// Negative control for the callback entries: the same program entering every entry 4 bytes
+    /// in, past its `bti c`, i.e. an entry as it would be without its landing pad. Without BTI
+    /// it runs correctly (the rest of the entry does not need the pad); with BTI the BLR into
+    /// the entry's second instruction must die with SIGILL. So `bti c` on the entries is what
+    /// admits C's indirect calls, and BTI is really enforced on their pages.
+    #[test]
+    fn bti_negative_control_a_callback_entry_past_its_pad_dies_with_sigill() {
+        let dir = work_dir("bti-callback-negative");
+        let (prog, _) = build_program(&dir, "bti_callback_main.c", &["-DENTRY_OFFSET=4"], None);
+        assert_bti_marked(&prog);
+
+        // Every entry is `bti c` and then an instruction that is not a landing pad: what the
+        // program branches to.
+        let objdump = tool("NCCL_TRAMPOLINE_OBJDUMP", EXPECTED.objdump);
+        let listing = stdout_of(&objdump, &["-d", "--no-show-raw-insn", &prog]);
+        for index in [0, 100, 255] {
+            let mut body =
+                listing.lines().skip_while(|l| !l.trim_end().ends_with(&format!("<nt_cb_{index}>:"))).skip(1);
+            let mnemonic = |line: Option<&str>| -> String {
+                line.and_then(|l| l.split_once(':'))
+                    .map(|(_, i)| i.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+                    .unwrap_or_default()
+            };
+            let (pad, next) = (mnemonic(body.next()), mnemonic(body.next()));
+            assert_eq!(pad, "bti c", "nt_cb_{index} does not start with its landing pad");
+            assert!(
+                !next.starts_with("bti") && !next.starts_with("paci"),
+                "nt_cb_{index}'s second instruction is a landing pad too: {next:?}"
+            );
+        }
+
+        let out = run(&dir, "cortex-a57", &prog);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{prog} under `{} -cpu cortex-a57` (no BTI): {}; the negative control is broken\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = run(&dir, "max", &prog);
+        let sigill = out.status.signal() == Some(SIGILL) || out.status.code() == Some(128 + SIGILL);
+        assert!(
+            sigill,
+            "{prog} under `{} -cpu max`: {}, expected SIGILL: BTI is not enforced on the callback entries\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!(
+            "hardening: callback entries entered past their landing pad: exit 0 without BTI, {} with BTI",
+            describe(out.status)
+        );
     }
 }
