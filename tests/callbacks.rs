@@ -404,6 +404,41 @@ fn narrow_integer_results_are_extended_to_64_bits() {
     }
 }
 
+/// Call frame information of the callback path, checked by unwinding (as
+/// `unwinders_walk_from_the_callee_through_every_entry_kind` does for calls): from inside the
+/// handler, libgcc's `_Unwind_Backtrace` walks the handler's and the dispatcher's frames,
+/// cb_common and the C caller, and must reach the C function above it (tests/c/callbacks.c).
+/// Negative control: the same call made from a frame without call frame information
+/// (`nt_cbc_no_cfi_call`) stops the walk, so the check can fail.
+#[test]
+fn unwinders_walk_from_the_handler_through_the_stub_into_the_c_caller() {
+    let run = c_callers().sym("nt_cbc_unwind_run") as usize;
+    let cb = Callback::new(&sig(vec![Type::I32], Some(Type::I64)), move |a, r| {
+        // SAFETY: `int64_t nt_cbc_unwind_run(void)`.
+        let walked = unsafe { std::mem::transmute::<usize, extern "C" fn() -> i64>(run)() };
+        r.set(if a.get::<i32>(0) == Ok(7) { walked } else { i64::MIN }).unwrap();
+    })
+    .unwrap();
+    // SAFETY: `int64_t nt_cbc_unwind_outer(int64_t (*caller)(unwind_fn), unwind_fn f)`: calls
+    // caller(f), which calls f(7); f is the callback's entry, of that signature.
+    let outer = |caller: &str| unsafe {
+        std::mem::transmute::<*const c_void, extern "C" fn(*const c_void, *const c_void) -> i64>(
+            c_callers().sym("nt_cbc_unwind_outer"),
+        )(c_callers().sym(caller), cb.as_ptr())
+    };
+    let through_c = outer("nt_cbc_unwind_call");
+    assert!(through_c > 1000, "the unwinder did not reach the C caller through the callback stub ({through_c})");
+    let without_cfi = outer("nt_cbc_no_cfi_call");
+    assert!(
+        (i64::MIN + 1..1000).contains(&without_cfi),
+        "the walk reached the caller through a frame without CFI ({without_cfi}): the check cannot fail"
+    );
+    eprintln!(
+        "unwound from the handler to the C caller in {} frames; without CFI the walk stops ({without_cfi})",
+        through_c - 1000
+    );
+}
+
 /// A C caller generated for `c_sig` calls a callback planned for `rust_sig` (the same unless a
 /// negative control) with pattern bytes; the handler compares every value byte of every
 /// argument (by `rust_sig`'s types) and returns pattern bytes, which must come back to C.

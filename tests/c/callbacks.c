@@ -171,3 +171,52 @@ int nt_cbc_void(void_fn f) {
  * smaller depth, which calls the callback again. */
 typedef int32_t (*depth_fn)(int32_t);
 int32_t nt_cbc_reenter(depth_fn f, int32_t depth) { return f(depth) + 1; }
+
+/* Unwinding through the callback stub: the handler calls nt_cbc_unwind_run, which runs libgcc's
+ * unwinder (_Unwind_Backtrace, reading .eh_frame as debuggers and profilers do) from inside the
+ * handler, through the Rust dispatcher's frames, cb_common and the C caller, and reports whether
+ * it reached nt_cbc_unwind_outer: 1000 + frames walked, or -frames walked when it stopped
+ * before. nt_cbc_unwind_outer(caller, f) calls caller(f), which calls f(7): caller is
+ * nt_cbc_unwind_call (C, with call frame information) or nt_cbc_no_cfi_call
+ * (tests/c/callbacks_probe.S, a frame without it: the negative control, where the walk must
+ * stop). */
+#include <unwind.h>
+
+typedef int64_t (*unwind_fn)(int32_t);
+typedef int64_t (*unwind_caller)(unwind_fn);
+
+static void *unwind_target;
+static int unwind_found;
+static int unwind_depth;
+
+static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg) {
+    (void)arg;
+    void *ip = (void *)_Unwind_GetIP(ctx);
+    if (++unwind_depth > 128)
+        return _URC_END_OF_STACK;
+    if (ip && _Unwind_FindEnclosingFunction(ip) == unwind_target) {
+        unwind_found = 1;
+        return _URC_END_OF_STACK;
+    }
+    return _URC_NO_REASON;
+}
+
+int64_t nt_cbc_unwind_run(void) {
+    unwind_found = 0;
+    unwind_depth = 0;
+    _Unwind_Backtrace(unwind_step, 0);
+    return unwind_found ? 1000 + unwind_depth : -unwind_depth;
+}
+
+__attribute__((noinline)) int64_t nt_cbc_unwind_call(unwind_fn f) {
+    int64_t r = f(7);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: this frame must be there */
+    return r;
+}
+
+__attribute__((noinline)) int64_t nt_cbc_unwind_outer(unwind_caller caller, unwind_fn f) {
+    unwind_target = (void *)nt_cbc_unwind_outer;
+    int64_t r = caller(f);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}

@@ -9,6 +9,9 @@
  *     f(int32_t 7)` with the hidden result address `buffer` in %rdi and returns %rax as f left
  *     it, which psABI 3.2.3 requires to be that address (gcc's callers use their own copy of it
  *     instead). AAPCS64 and LP64D require no register to hold the address after the call.
+ *   int64_t nt_cbc_no_cfi_call(int64_t (*f)(int32_t)): returns f(7), called from a frame that
+ *     has no call frame information (no .cfi_* directives): the negative control of the
+ *     unwinding test, where the unwinder must stop. Every architecture.
  */
 #if defined(__x86_64__)
     .text
@@ -54,6 +57,20 @@ nt_cbc_raw_result:
     .cfi_endproc
     .size   nt_cbc_raw_result, . - nt_cbc_raw_result
 
+    .globl  nt_cbc_no_cfi_call
+    .type   nt_cbc_no_cfi_call, %function
+    .p2align 4
+nt_cbc_no_cfi_call:
+    endbr64
+    push    %rbp                /* 16-aligned at the call */
+    mov     %rsp, %rbp
+    mov     %rdi, %rax
+    mov     $7, %edi
+    call    *%rax
+    pop     %rbp
+    ret
+    .size   nt_cbc_no_cfi_call, . - nt_cbc_no_cfi_call
+
 #elif defined(__aarch64__)
     .text
 
@@ -84,6 +101,20 @@ nt_cbc_raw_result:
     .cfi_endproc
     .size   nt_cbc_raw_result, . - nt_cbc_raw_result
 
+    .globl  nt_cbc_no_cfi_call
+    .type   nt_cbc_no_cfi_call, %function
+    .p2align 4
+nt_cbc_no_cfi_call:
+    bti     c
+    stp     x29, x30, [sp, #-16]!
+    mov     x29, sp
+    mov     x9, x0
+    mov     w0, #7
+    blr     x9
+    ldp     x29, x30, [sp], #16
+    ret
+    .size   nt_cbc_no_cfi_call, . - nt_cbc_no_cfi_call
+
 #elif defined(__riscv) && __riscv_xlen == 64
     .text
 
@@ -108,5 +139,19 @@ nt_cbc_raw_result:
     ret
     .cfi_endproc
     .size   nt_cbc_raw_result, . - nt_cbc_raw_result
+
+    .globl  nt_cbc_no_cfi_call
+    .type   nt_cbc_no_cfi_call, %function
+    .p2align 2
+nt_cbc_no_cfi_call:
+    addi    sp, sp, -16
+    sd      ra, 8(sp)
+    mv      t2, a0
+    li      a0, 7
+    jalr    t2
+    ld      ra, 8(sp)
+    addi    sp, sp, 16
+    ret
+    .size   nt_cbc_no_cfi_call, . - nt_cbc_no_cfi_call
 #endif
     .section .note.GNU-stack, "", %progbits
