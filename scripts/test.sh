@@ -4,13 +4,14 @@
 #   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
 #      the embedding examples, the README's snippets in new projects, clippy;
-#      then the ABI conformance suite again with clang as the oracle;
+#      then the ABI conformance suite and the callback tests again with clang as the oracle;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
-#      examples, and `nccl-trampoline selftest`; the ABI conformance suite again with
-#      `clang --target=aarch64-linux-gnu` (the cross gcc's sysroot) as the oracle; riscv64
-#      (LP64D) under `qemu-riscv64`: the same tests (conformance, hardening, no-alloc, unit),
-#      examples, clippy, the selftest (no NCCL exists for riscv64: its stage says skip), and
-#      the conformance suite again with `clang --target=riscv64-linux-gnu` as the oracle;
+#      examples, and `nccl-trampoline selftest`; the ABI conformance suite and the callback
+#      tests again with `clang --target=aarch64-linux-gnu` (the cross gcc's sysroot) as the
+#      oracle; riscv64 (LP64D) under `qemu-riscv64`: the same tests (conformance, callbacks,
+#      hardening, no-alloc, unit), examples, clippy, the selftest (no NCCL exists for riscv64:
+#      its stage says skip), and the conformance suite and the callback tests again with
+#      `clang --target=riscv64-linux-gnu` as the oracle;
 #   3. the facade against the REAL libnccl.so.2 of the nvidia-nccl-cu12 wheels (no GPU needed),
 #      natively (newest and an old x86_64 build) and under qemu (newest aarch64 build); the
 #      wheels are fetched once into ~/.cache/nccl-trampoline by scripts/fetch-nccl.sh;
@@ -152,7 +153,7 @@ cargo test --features cli "${TEST_ARGS[@]}"
 step "native: ABI conformance and callbacks with clang as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
-# Callbacks (x86-64 only so far): C callers compiled by clang.
+# Callbacks: C callers compiled by clang.
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, native: $((SECONDS - clang_start)) s"
 step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
@@ -185,9 +186,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
-step "aarch64 under qemu-aarch64 -cpu max: ABI conformance with clang --target=aarch64-linux-gnu as the oracle"
+step "aarch64 under qemu-aarch64 -cpu max: ABI conformance and callbacks with clang --target=aarch64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test conformance "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, aarch64: $((SECONDS - clang_start)) s"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
@@ -199,7 +201,7 @@ step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort
 
-step "riscv64 under qemu-riscv64: tests (unit, conformance with 10,000 random signatures, hardening, no-alloc)"
+step "riscv64 under qemu-riscv64: tests (unit, conformance with 10,000 random signatures, callbacks, hardening, no-alloc)"
 riscv64_start=$SECONDS
 cargo test --target "$RISCV64" "${TEST_ARGS[@]}"
 step "riscv64 under qemu-riscv64: selftest (built-in oracle; no NCCL exists for riscv64: that stage skips)"
@@ -209,9 +211,10 @@ cargo run --quiet --target "$RISCV64" --example ldiv
 cargo run --quiet --target "$RISCV64" --example qsort
 cargo clippy --quiet --target "$RISCV64" --all-targets --features cli -- -D warnings
 echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
-step "riscv64 under qemu-riscv64: ABI conformance with clang --target=riscv64-linux-gnu as the oracle"
+step "riscv64 under qemu-riscv64: ABI conformance and callbacks with clang --target=riscv64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test conformance "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
