@@ -227,10 +227,10 @@ if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; 
         exit 1
     fi
     grep -m1 "ERROR: AddressSanitizer: heap-use-after-free" target/asan-control.log
-    step "Miri ($NIGHTLY): the pure modules (placement, types, configs and per-collective configs, versions, bounded calls, load-error texts)"
+    step "Miri ($NIGHTLY): the pure modules (placement, types, variadic-callback readers, configs and per-collective configs, versions, bounded calls, load-error texts)"
     # (plan::tests::plan_for_a_foreign_abi_cannot_be_called reads the assembly's code table
     # since plans compile to programs: Miri cannot run it.)
-    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: wide:: nccl::config nccl::types \
+    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: wide:: callback::va:: nccl::config nccl::types \
         nccl::version::tests nccl::functions::tests::every_declaration_matches symbols:: nccl::bounded plan::tests::limits loader:: \
         nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines nccl::collective_config::tests \
         foreign::elf::tests::the_seeds foreign::ld_cache::tests::the_loaders foreign::ld_cache::tests::a_cache_ldconfig

@@ -58,6 +58,9 @@ mod x86_64 {
     const_assert_eq!(offset_of!(Record, ret_vec), CB_RET_VEC as usize);
     const_assert_eq!(offset_of!(Record, ret_st), CB_RET_ST as usize);
     const_assert_eq!(size_of::<Record>(), CB_SIZE as usize);
+    // The variadic view points a `__va_list_tag`'s reg_save_area at the record: the six
+    // integer registers, then the eight vector registers (psABI 3.5.7, figure 3.33).
+    const_assert_eq!(CB_VEC, CB_INT + 48);
     // movaps needs both register areas 16-aligned.
     const_assert_eq!(CB_VEC % 16, 0);
     const_assert_eq!(CB_RET_VEC % 16, 0);
@@ -78,6 +81,24 @@ mod x86_64 {
                 // SAFETY: the caller's contract: the stack arguments reach past `off`.
                 Loc::Stack(off) => unsafe { self.stack.add(off as usize) },
             }
+        }
+
+        /// The first saved integer argument register (rdi; then rsi, rdx, rcx, r8, r9: 8-byte
+        /// words, contiguous). Derived from the whole record: with the vector registers that
+        /// follow it is the psABI's register save area (3.5.7, figure 3.33).
+        pub(crate) fn saved_int_regs(&self) -> *const u8 {
+            (self as *const Self).cast::<u8>().wrapping_add(CB_INT as usize)
+        }
+
+        /// The first saved vector argument register (xmm0; then xmm1 to xmm7: 16-byte slots,
+        /// contiguous), right after the six integer registers.
+        pub(crate) fn saved_vec_regs(&self) -> *const u8 {
+            (self as *const Self).cast::<u8>().wrapping_add(CB_VEC as usize)
+        }
+
+        /// The first stack argument: the caller's %rsp at its `call`.
+        pub(crate) fn stack_args(&self) -> *const u8 {
+            self.stack
         }
 
         /// Clears every result register (nothing pushed on the x87 stack).
@@ -143,6 +164,15 @@ mod none {
             match *self {}
         }
         pub(crate) fn indirect_result_register(&self) -> Option<u64> {
+            match *self {}
+        }
+        pub(crate) fn saved_int_regs(&self) -> *const u8 {
+            match *self {}
+        }
+        pub(crate) fn saved_vec_regs(&self) -> *const u8 {
+            match *self {}
+        }
+        pub(crate) fn stack_args(&self) -> *const u8 {
             match *self {}
         }
     }
