@@ -154,6 +154,7 @@ clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
 # Callbacks (x86-64 only so far): C callers compiled by clang.
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test variadic_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, native: $((SECONDS - clang_start)) s"
 step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
 cargo run --quiet --release --features cli -- selftest
@@ -172,6 +173,7 @@ scripts/readme-snippets.sh "${nccl_libs[0]}"
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
+cargo run --quiet --example variadic_logger
 step "native: the optional half feature"
 cargo test --quiet --lib --features half
 step "native: clippy and docs"
@@ -198,6 +200,7 @@ cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --libr
 step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort
+cargo run --quiet --target "$AARCH64" --example variadic_logger
 
 step "riscv64 under qemu-riscv64: tests (unit, conformance with 10,000 random signatures, hardening, no-alloc)"
 riscv64_start=$SECONDS
@@ -207,6 +210,7 @@ cargo run --quiet --target "$RISCV64" --features cli -- selftest --no-gpu
 step "riscv64 under qemu-riscv64: examples, clippy"
 cargo run --quiet --target "$RISCV64" --example ldiv
 cargo run --quiet --target "$RISCV64" --example qsort
+cargo run --quiet --target "$RISCV64" --example variadic_logger
 cargo clippy --quiet --target "$RISCV64" --all-targets --features cli -- -D warnings
 echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 step "riscv64 under qemu-riscv64: ABI conformance with clang --target=riscv64-linux-gnu as the oracle"

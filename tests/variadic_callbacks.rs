@@ -30,7 +30,7 @@ use nccl_trampoline::{arg, CallPlan, Callback, CallbackArgs, Error, LongDouble, 
 
 /// False, after checking the refusal, where the target has no callback entries yet.
 fn callbacks_exist() -> bool {
-    if Callback::POOL_SIZE > 0 {
+    if Callback::POOL_SIZE != 0 {
         return true;
     }
     let sig = Signature::variadic(1, vec![Type::Pointer], None).unwrap();
@@ -587,7 +587,9 @@ fn nccl_s_logger_type_formats_as_the_c_library_does() {
     let logger =
         Signature::variadic(5, vec![Type::I32, Type::U64, Type::Pointer, Type::I32, Type::Pointer], None).unwrap();
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (into, heads): (_, Arc<Mutex<Vec<(i32, u64, i32)>>>) = (lines.clone(), Arc::default());
+    /// Each call's level, flags and line.
+    type Heads = Arc<Mutex<Vec<(i32, u64, i32)>>>;
+    let (into, heads) = (lines.clone(), Heads::default());
     let head = heads.clone();
     let cb = Callback::new(&logger, move |a, _| {
         let mut buf = [0 as c_char; 1024];
