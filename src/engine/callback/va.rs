@@ -138,6 +138,11 @@ impl SysVTag {
     }
 }
 
+// The two C layouts (psABI figure 3.34: 24 bytes; the AAPCS64 appendix: 32 bytes), which
+// `Abi::va_list_type` describes to the call core.
+static_assertions::const_assert_eq!(core::mem::size_of::<SysVTag>(), 24);
+static_assertions::const_assert_eq!(core::mem::size_of::<Aapcs64Tag>(), 32);
+
 /// AAPCS64's `va_list` (appendix "Variable argument lists", "The va_list type").
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -255,6 +260,31 @@ impl State {
 /// handler only (the lifetime), on the handler's thread (not `Send`).
 ///
 /// `Clone` is C's `va_copy`: the copy reads from the same position on, independently.
+///
+/// ```
+/// use core::ffi::c_void;
+/// use nccl_trampoline::{Callback, Signature, Type};
+///
+/// # if nccl_trampoline::engine::callback::POOL_SIZE == 0 { return Ok(()); }
+/// // int64_t sum(int count, ...): `count` ints, then a double.
+/// let sum = Signature::variadic(1, vec![Type::I32], Some(Type::I64))?;
+/// let cb = Callback::new(&sum, |args, result| {
+///     let mut va = args.va_list().unwrap();
+///     let mut total = 0i64;
+///     for _ in 0..args.get::<i32>(0).unwrap() {
+///         // SAFETY: the caller passes `count` ints, then a double.
+///         total += i64::from(unsafe { va.arg::<i32>() }.unwrap());
+///     }
+///     // SAFETY: as above.
+///     let scale = unsafe { va.arg::<f64>() }.unwrap();
+///     result.set((total as f64 * scale) as i64).unwrap();
+/// })?;
+/// // SAFETY: the entry is a C function `int64_t (int, ...)`, as its signature says.
+/// let f = unsafe { std::mem::transmute::<*const c_void, unsafe extern "C" fn(i32, ...) -> i64>(cb.as_ptr()) };
+/// // SAFETY: 3 ints, then a double, as the handler reads them.
+/// assert_eq!(unsafe { f(3, 1, 2, 3, 10.0) }, 60);
+/// # Ok::<(), nccl_trampoline::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct VaList<'a> {
     state: State,
@@ -618,6 +648,27 @@ mod tests {
             assert_eq!(read(&mut copy, &Type::I64), value(2, &Type::I64));
             assert_eq!(read(&mut va, &Type::I64), value(2, &Type::I64), "{abi:?}");
         }
+    }
+
+    #[test]
+    fn the_va_list_type_is_placed_as_c_places_a_va_list_parameter() {
+        // int vsnprintf(char *, size_t, const char *, va_list)
+        let vsnprintf = |abi: Abi| {
+            let args = vec![Type::Pointer, Type::U64, Type::Pointer, abi.va_list_type()];
+            abi.place(&Signature::new(args, Some(Type::I32)).unwrap()).unwrap()
+        };
+        for abi in [Abi::SysVX86_64, Abi::Lp64d] {
+            assert_eq!(abi.va_list_type(), Type::Pointer);
+            assert_eq!(vsnprintf(abi).moves[3], Move::Int { arg: 3, len: 8, signed: false, to: Loc::Int(3) });
+        }
+        let aapcs64 = Abi::Aapcs64.va_list_type();
+        assert_eq!((aapcs64.size(), aapcs64.align()), (core::mem::size_of::<Aapcs64Tag>(), 8));
+        // B.4: a composite over 16 bytes goes as the address of the caller's copy, in x3.
+        let moves = vsnprintf(Abi::Aapcs64).moves;
+        assert_eq!(
+            moves[3..],
+            [Move::Copy { arg: 3, len: 32, copy: 0 }, Move::CopyAddress { copy: 0, to: Loc::Int(3) }]
+        );
     }
 
     #[test]
