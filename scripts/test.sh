@@ -155,6 +155,7 @@ clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
 # Callbacks: C callers compiled by clang.
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test variadic_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, native: $((SECONDS - clang_start)) s"
 step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
 cargo run --quiet --release --features cli -- selftest
@@ -173,6 +174,7 @@ scripts/readme-snippets.sh "${nccl_libs[0]}"
 step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
+cargo run --quiet --example variadic_logger
 step "native: the optional half feature"
 cargo test --quiet --lib --features half
 step "native: clippy and docs"
@@ -200,6 +202,7 @@ cargo run --quiet --target "$AARCH64" --features cli -- selftest --no-gpu --libr
 step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort
+cargo run --quiet --target "$AARCH64" --example variadic_logger
 
 step "riscv64 under qemu-riscv64: tests (unit, conformance with 10,000 random signatures, callbacks, hardening, no-alloc)"
 riscv64_start=$SECONDS
@@ -209,6 +212,7 @@ cargo run --quiet --target "$RISCV64" --features cli -- selftest --no-gpu
 step "riscv64 under qemu-riscv64: examples, clippy"
 cargo run --quiet --target "$RISCV64" --example ldiv
 cargo run --quiet --target "$RISCV64" --example qsort
+cargo run --quiet --target "$RISCV64" --example variadic_logger
 cargo clippy --quiet --target "$RISCV64" --all-targets --features cli -- -D warnings
 echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 step "riscv64 under qemu-riscv64: ABI conformance and callbacks with clang --target=riscv64-linux-gnu as the oracle"
@@ -230,10 +234,10 @@ if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; 
         exit 1
     fi
     grep -m1 "ERROR: AddressSanitizer: heap-use-after-free" target/asan-control.log
-    step "Miri ($NIGHTLY): the pure modules (placement, types, configs and per-collective configs, versions, bounded calls, load-error texts)"
+    step "Miri ($NIGHTLY): the pure modules (placement, types, variadic-callback readers, configs and per-collective configs, versions, bounded calls, load-error texts)"
     # (plan::tests::plan_for_a_foreign_abi_cannot_be_called reads the assembly's code table
     # since plans compile to programs: Miri cannot run it.)
-    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: wide:: nccl::config nccl::types \
+    cargo +"$NIGHTLY" miri test --quiet --lib -- abi:: types:: wide:: callback::va:: nccl::config nccl::types \
         nccl::version::tests nccl::functions::tests::every_declaration_matches symbols:: nccl::bounded plan::tests::limits loader:: \
         nccl::discovery::tests::cuda_major nccl::discovery::tests::record_lines nccl::collective_config::tests \
         foreign::elf::tests::the_seeds foreign::ld_cache::tests::the_loaders foreign::ld_cache::tests::a_cache_ldconfig

@@ -59,7 +59,7 @@ pub mod oracle;
 pub struct ReadmeDoctests;
 
 pub use abi::Abi;
-pub use engine::callback::{CValue, Callback, CallbackArgs, CallbackResult};
+pub use engine::callback::{CVaList, CValue, Callback, CallbackArgs, CallbackResult, VaList};
 pub use engine::error::{Error, TypeDescription};
 pub use engine::limits;
 pub use engine::plan::{arg, CallPlan};

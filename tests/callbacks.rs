@@ -726,8 +726,12 @@ fn the_views_refuse_wrong_reads_and_results_with_typed_errors() {
             Error::ValueSize { expected: 2, got: 3 },
         ]
     );
+    // A variadic function type lists its named arguments only.
     let variadic = Signature::variadic(1, vec![Type::Pointer, Type::I32], None).unwrap();
-    assert_eq!(Callback::new(&variadic, |_, _| {}).unwrap_err(), Error::VariadicCallback);
+    assert_eq!(
+        Callback::new(&variadic, |_, _| {}).unwrap_err(),
+        Error::VariadicCallbackArguments { named: 1, total: 2 }
+    );
 }
 
 /// Runs this test binary again with only the test `name` and `env` set. Under qemu-user the host

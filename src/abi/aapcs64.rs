@@ -31,7 +31,7 @@
 //! "Natural alignment" of a composite is the largest alignment of its members, not counting an
 //! alignment attribute on the composite itself ([`Aggregate::natural_align`]).
 
-use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::engine::error::Error;
 use crate::engine::types::{Aggregate, Signature, Type};
 
@@ -150,7 +150,9 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
         }
     }
 
+    let next = NextArg { int: st.ngrn, vec: st.nsrn, stack: offset32(st.nsaa) };
     Ok(Placement {
+        next,
         moves: st.moves,
         stack_len: st.nsaa.next_multiple_of(16),
         copy_len: st.copies,

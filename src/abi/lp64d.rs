@@ -36,7 +36,7 @@
 //!   a flattened struct; larger than 16 bytes through a caller buffer whose address is an
 //!   implicit first argument in a0.
 
-use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::engine::error::Error;
 use crate::engine::types::{Aggregate, Signature, Type};
 
@@ -212,7 +212,9 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
         }
     }
 
+    let next = NextArg { int: st.ngr, vec: st.nfr, stack: offset32(st.nsaa) };
     Ok(Placement {
+        next,
         moves: st.moves,
         stack_len: st.nsaa.next_multiple_of(16),
         copy_len: st.copies,

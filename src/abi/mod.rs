@@ -10,7 +10,7 @@ pub mod sysv_x86_64;
 
 use crate::engine::error::Error;
 use crate::engine::limits::{MAX_COPY_BYTES, MAX_STACK_BYTES};
-use crate::engine::types::Signature;
+use crate::engine::types::{Aggregate, Signature, Type};
 
 /// A calling convention the core can place arguments for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,6 +44,27 @@ impl Abi {
             Abi::SysVX86_64 => "sysv-x86_64",
             Abi::Aapcs64 => "aapcs64",
             Abi::Lp64d => "riscv64-lp64d",
+        }
+    }
+
+    /// C's `va_list` as a parameter type of this ABI, to pass a live variable-argument list to
+    /// a function that takes one (`vsnprintf`):
+    /// - SysV x86-64 (psABI 3.5.7, figure 3.34): an array of one 24-byte `__va_list_tag`, which
+    ///   decays to a pointer to it as a parameter: `void *`;
+    /// - AAPCS64 ("Variable argument lists" appendix): `struct { void *__stack; void *__gr_top;
+    ///   void *__vr_top; int __gr_offs; int __vr_offs; }`, 32 bytes, passed by value (a
+    ///   composite over 16 bytes: B.4 turns it into the address of the caller's copy);
+    /// - LP64D (RISC-V psABI, "va_list, va_start, and va_arg"): `void *`.
+    pub fn va_list_type(self) -> Type {
+        match self {
+            Abi::SysVX86_64 | Abi::Lp64d => Type::Pointer,
+            Abi::Aapcs64 => Type::Aggregate(
+                Aggregate::builder()
+                    .array(Type::Pointer, 3)
+                    .array(Type::I32, 2)
+                    .build()
+                    .expect("a valid layout: 3 pointers and 2 ints"),
+            ),
         }
     }
 
@@ -157,6 +178,21 @@ pub enum ResultPlace {
     },
 }
 
+/// The placement's state after the last argument: the argument registers taken and the stack
+/// bytes used, as the ABI documents count them (SysV psABI 3.5.7: `gp_offset`, `fp_offset`,
+/// `overflow_arg_area`; AAPCS64: NGRN, NSRN, NSAA after the named arguments, C.12 and C.3
+/// included: a composite that did not fit takes every remaining register; LP64D: the next a
+/// register, then the stack). A variadic callee's `va_start` begins there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NextArg {
+    /// Integer argument registers taken (the hidden result address included, x8 not).
+    pub int: u8,
+    /// Vector / floating-point argument registers taken.
+    pub vec: u8,
+    /// Bytes of stack arguments used, a multiple of 8 (not rounded up to 16).
+    pub stack: u32,
+}
+
 /// A piece of a result returned in registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetPiece {
@@ -179,6 +215,9 @@ pub struct Placement {
     pub copy_len: usize,
     /// Vector registers used for arguments (%al on x86-64).
     pub vector_count: u8,
+    /// Where an argument after the last one would go: what a variadic callee's `va_start`
+    /// starts from.
+    pub next: NextArg,
     /// The result.
     pub result: ResultPlace,
 }

@@ -26,7 +26,7 @@
 //!   eightbyte / two); `_Complex long double` is COMPLEX_X87: memory as an argument, `%st(0)`
 //!   (real) and `%st(1)` (imaginary) as a result.
 
-use super::{arg_index, offset32, Loc, Move, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::engine::error::Error;
 use crate::engine::types::{Signature, Type};
 
@@ -208,7 +208,9 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
         }
     }
 
+    let next = NextArg { int: st.int, vec: st.vec, stack: offset32(st.stack) };
     Ok(Placement {
+        next,
         moves: st.moves,
         stack_len: st.stack.next_multiple_of(16),
         copy_len: 0,

@@ -206,9 +206,33 @@ pub enum Error {
         /// `arch-os` of the target the crate was built for.
         target: &'static str,
     },
-    /// A callback of a variadic signature: not supported yet.
-    #[error("variadic callbacks are not supported yet")]
-    VariadicCallback,
+    /// A variadic callback's signature that lists variable arguments: a variadic C function
+    /// type names its fixed parameters only (`Signature::variadic(n, named, ret)` with
+    /// `named.len() == n`); the handler reads the others through its `VaList`.
+    #[error("a variadic callback's signature lists its {named} named arguments only, not {total}")]
+    VariadicCallbackArguments {
+        /// Named arguments declared.
+        named: usize,
+        /// Arguments listed.
+        total: usize,
+    },
+    /// `CallbackArgs::va_list` in the handler of a callback whose signature is not variadic.
+    #[error("the callback's signature is not variadic: it has no variable arguments")]
+    NotVariadic,
+    /// A variable argument read as a type no C caller passes through `...`: C's default
+    /// argument promotions turn `float` into `double` and the integers narrower than `int`
+    /// into `int` (C11 6.5.2.2p7).
+    #[error("a variable argument cannot be read as {ty}: C promotes it, read the promoted type")]
+    VaArgPromoted {
+        /// The type asked for.
+        ty: &'static str,
+    },
+    /// A variable argument read as a type the `va_list` view does not read (the complex types).
+    #[error("a variable argument cannot be read as {ty}: the va_list view reads promoted scalars only")]
+    VaArgUnsupported {
+        /// The type asked for.
+        ty: &'static str,
+    },
     /// Every entry of the callback pool is held by a live [`Callback`](crate::Callback).
     #[error("all {size} callback entries are in use")]
     CallbackPoolExhausted {

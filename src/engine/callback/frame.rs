@@ -70,6 +70,9 @@ mod x86_64 {
     const_assert_eq!(offset_of!(Record, ret_vec), CB_RET_VEC as usize);
     const_assert_eq!(offset_of!(Record, ret_st), CB_RET_ST as usize);
     const_assert_eq!(size_of::<Record>(), CB_SIZE as usize);
+    // The variadic view points a `__va_list_tag`'s reg_save_area at the record: the six
+    // integer registers, then the eight vector registers (psABI 3.5.7, figure 3.33).
+    const_assert_eq!(CB_VEC, CB_INT + 48);
     // movaps needs both register areas 16-aligned.
     const_assert_eq!(CB_VEC % 16, 0);
     const_assert_eq!(CB_RET_VEC % 16, 0);
@@ -90,6 +93,24 @@ mod x86_64 {
                 // SAFETY: the caller's contract: the stack arguments reach past `off`.
                 Loc::Stack(off) => unsafe { self.stack.add(off as usize) },
             }
+        }
+
+        /// The first saved integer argument register (rdi; then rsi, rdx, rcx, r8, r9: 8-byte
+        /// words, contiguous). Derived from the whole record: with the vector registers that
+        /// follow it is the psABI's register save area (3.5.7, figure 3.33).
+        pub(crate) fn saved_int_regs(&self) -> *const u8 {
+            (self as *const Self).cast::<u8>().wrapping_add(CB_INT as usize)
+        }
+
+        /// The first saved vector argument register (xmm0; then xmm1 to xmm7: 16-byte slots,
+        /// contiguous), right after the six integer registers.
+        pub(crate) fn saved_vec_regs(&self) -> *const u8 {
+            (self as *const Self).cast::<u8>().wrapping_add(CB_VEC as usize)
+        }
+
+        /// The first stack argument: the caller's %rsp at its `call`.
+        pub(crate) fn stack_args(&self) -> *const u8 {
+            self.stack
         }
 
         /// Clears every result register (nothing pushed on the x87 stack).
@@ -122,25 +143,6 @@ mod x86_64 {
         /// argument, a [`Loc`]).
         pub(crate) fn indirect_result_register(&self) -> Option<u64> {
             None
-        }
-
-        /// The saved rdi, then rsi, rdx, rcx, r8, r9 (6 x 8 bytes), followed by the vector
-        /// area: the psABI's register save area (3.5.7) starts here.
-        #[allow(dead_code)]
-        pub(crate) fn saved_int_regs(&self) -> *const u8 {
-            self.int.as_ptr().cast()
-        }
-
-        /// The saved xmm0, then xmm1 to xmm7 (8 x 16 bytes).
-        #[allow(dead_code)]
-        pub(crate) fn saved_vec_regs(&self) -> *const u8 {
-            self.vec.as_ptr().cast()
-        }
-
-        /// The first stack argument: the caller's %rsp at its `call`.
-        #[allow(dead_code)]
-        pub(crate) fn stack_args(&self) -> *const u8 {
-            self.stack
         }
     }
 
@@ -241,19 +243,16 @@ mod aarch64 {
         }
 
         /// The saved x0, then x1 to x7 (8 x 8 bytes); a `va_list`'s `__gr_top` is this + 64.
-        #[allow(dead_code)]
         pub(crate) fn saved_int_regs(&self) -> *const u8 {
             self.int.as_ptr().cast()
         }
 
         /// The saved q0, then q1 to q7 (8 x 16 bytes); a `va_list`'s `__vr_top` is this + 128.
-        #[allow(dead_code)]
         pub(crate) fn saved_vec_regs(&self) -> *const u8 {
             self.vec.as_ptr().cast()
         }
 
         /// The first stack argument: the caller's sp at its `blr`.
-        #[allow(dead_code)]
         pub(crate) fn stack_args(&self) -> *const u8 {
             self.stack
         }
@@ -358,19 +357,16 @@ mod riscv64 {
         }
 
         /// The saved a0, then a1 to a7 (8 x 8 bytes), ending where [`Self::stack_args`] starts.
-        #[allow(dead_code)]
         pub(crate) fn saved_int_regs(&self) -> *const u8 {
             self.int.as_ptr().cast()
         }
 
         /// The saved fa0, then fa1 to fa7 (8 x 8 bytes).
-        #[allow(dead_code)]
         pub(crate) fn saved_vec_regs(&self) -> *const u8 {
             self.vec.as_ptr().cast()
         }
 
         /// The first stack argument: the caller's sp at its call, the end of the record.
-        #[allow(dead_code)]
         pub(crate) fn stack_args(&self) -> *const u8 {
             self.stack
         }

@@ -1,10 +1,12 @@
-//! Calls into Rust: a [`Callback`] is a C function pointer of any signature the core describes
-//! (variadic ones excepted, so far), whose calls run a Rust handler (docs/adr/0025-callbacks.md).
+//! Calls into Rust: a [`Callback`] is a C function pointer of any signature the core describes,
+//! variadic ones included, whose calls run a Rust handler (docs/adr/0025-callbacks.md).
 //!
 //! - `plan`: where each argument arrives and where the result goes, read backwards from the
 //!   forward placement of `crate::abi` (pure Rust, every ABI);
 //! - `frame`: the callback record the assembly saves the caller's registers into;
 //! - `view`: the handler's checked views of its arguments and result;
+//! - `va`: the variable arguments of a variadic callback, read by each ABI's `va_arg` rules
+//!   (pure Rust over the record's saved registers and the caller's stack, every ABI);
 //! - here: the object, the pool of assembly entries it takes one from, and the dispatcher
 //!   every entry reaches.
 //!
@@ -16,6 +18,7 @@
 
 pub(crate) mod frame;
 pub(crate) mod plan;
+pub(crate) mod va;
 pub(crate) mod view;
 
 use core::ffi::c_void;
@@ -24,6 +27,7 @@ use core::fmt;
 use crate::engine::error::Error;
 use crate::engine::types::Signature;
 use plan::CallbackPlan;
+pub use va::{CVaList, VaList};
 pub use view::{CValue, CallbackArgs, CallbackResult};
 
 /// The handler of a dynamic callback: reads its arguments through [`CallbackArgs`] and sets its
@@ -51,10 +55,14 @@ struct State {
 
 /// A C function pointer that calls a Rust handler, valid while this object lives.
 ///
-/// Made from a [`Signature`] (any the forward core places, except variadic ones for now) and a
-/// handler; [`as_ptr`](Callback::as_ptr) is the function to give C, to be called with exactly
-/// that signature. Dropping the callback waits for calls already running on other threads, then
+/// Made from a [`Signature`] (any the forward core places) and a handler;
+/// [`as_ptr`](Callback::as_ptr) is the function to give C, to be called with exactly that
+/// signature. Dropping the callback waits for calls already running on other threads, then
 /// returns the entry to the pool.
+///
+/// A variadic C function type, `ret f(named..., ...)`, is
+/// `Signature::variadic(named.len(), named, ret)`: the named arguments only. The handler reads
+/// them as usual and the variable ones through [`CallbackArgs::va_list`].
 ///
 /// ```
 /// use core::ffi::c_void;
@@ -99,7 +107,8 @@ impl Callback {
     /// A callback of `signature` running `handler`.
     ///
     /// Errors: [`Error::CallbacksUnsupported`] where the target has no callback entries yet,
-    /// [`Error::VariadicCallback`], the placement's errors (limits), and
+    /// [`Error::VariadicCallbackArguments`] (a variadic signature lists its named arguments
+    /// only), the placement's errors (limits), and
     /// [`Error::CallbackPoolExhausted`] when [`POOL_SIZE`] callbacks are alive.
     pub fn new<F>(signature: &Signature, handler: F) -> Result<Callback, Error>
     where

@@ -6,6 +6,7 @@
 //! Pure Rust and ABI-generic: made for any [`Abi`] on any host, unit-tested everywhere; only
 //! reading the pieces needs the architecture's callback record (`super::frame`).
 
+use super::va::VaStart;
 use crate::abi::{Abi, Loc, Move, ResultPlace, RetPiece};
 use crate::engine::error::Error;
 use crate::engine::types::{Signature, Type};
@@ -59,15 +60,20 @@ pub(crate) struct CallbackPlan {
     pub args: Vec<Vec<Piece>>,
     /// The result.
     pub result: ResultSink,
+    /// For a variadic signature, where its variable arguments begin.
+    pub va: Option<VaStart>,
 }
 
 impl CallbackPlan {
     /// Places `sig` for `abi` (the forward placement, [`Abi::place`]) and reads it backwards.
-    /// Variadic signatures are refused ([`Error::VariadicCallback`]): their variable arguments
-    /// need a `va_list` view, which does not exist yet.
+    /// A variadic signature lists its named arguments only
+    /// ([`Error::VariadicCallbackArguments`] otherwise); its variable arguments begin where an
+    /// argument after the last named one would go ([`VaStart`]).
     pub(crate) fn new(abi: Abi, sig: &Signature) -> Result<Self, Error> {
-        if sig.fixed_args().is_some() {
-            return Err(Error::VariadicCallback);
+        if let Some(named) = sig.fixed_args() {
+            if named != sig.args().len() {
+                return Err(Error::VariadicCallbackArguments { named, total: sig.args().len() });
+            }
         }
         let placement = abi.place(sig)?;
         let mut args: Vec<Vec<Piece>> = vec![Vec::new(); sig.args().len()];
@@ -102,7 +108,8 @@ impl CallbackPlan {
                 ResultSink::Memory { from: if *via_x8 { None } else { Some(hidden.expect("a hidden result address")) } }
             }
         };
-        let plan = CallbackPlan { args, result };
+        let va = sig.fixed_args().map(|_| VaStart { abi, next: placement.next });
+        let plan = CallbackPlan { args, result, va };
         debug_assert!(plan.covers(sig), "pieces outside their argument: {plan:?} for {sig:?}");
         Ok(plan)
     }
@@ -225,9 +232,21 @@ mod tests {
     }
 
     #[test]
-    fn variadic_signatures_are_refused_for_now() {
-        let sig = Signature::variadic(1, vec![Type::Pointer, Type::I32], None).unwrap();
-        assert_eq!(CallbackPlan::new(Abi::SysVX86_64, &sig), Err(Error::VariadicCallback));
+    fn variadic_signatures_list_their_named_arguments_only() {
+        let call_site = Signature::variadic(1, vec![Type::Pointer, Type::I32], None).unwrap();
+        let function = Signature::variadic(2, vec![Type::Pointer, Type::I32], None).unwrap();
+        for abi in [Abi::SysVX86_64, Abi::Aapcs64, Abi::Lp64d] {
+            assert_eq!(
+                CallbackPlan::new(abi, &call_site),
+                Err(Error::VariadicCallbackArguments { named: 1, total: 2 }),
+                "{abi:?}"
+            );
+            let plan = CallbackPlan::new(abi, &function).unwrap();
+            let next = crate::abi::NextArg { int: 2, vec: 0, stack: 0 };
+            assert_eq!(plan.va, Some(VaStart { abi, next }), "{abi:?}");
+            let plain = Signature::new(vec![Type::Pointer, Type::I32], None).unwrap();
+            assert_eq!(CallbackPlan::new(abi, &plain).unwrap().va, None);
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use core::mem::MaybeUninit;
 
 use super::frame::Record;
 use super::plan::CallbackPlan;
+use super::va::VaList;
 use crate::engine::error::{Error, TypeDescription};
 use crate::engine::typed::CArg;
 use crate::engine::types::{Signature, Type};
@@ -62,6 +63,19 @@ impl CallbackArgs<'_> {
     /// The callback's signature.
     pub fn signature(&self) -> &Signature {
         self.signature
+    }
+
+    /// The variable arguments of a variadic callback, from the first one: C's `va_start`.
+    /// Each call starts a new list at the first variable argument. [`Error::NotVariadic`] for
+    /// a callback whose signature is not variadic.
+    pub fn va_list(&self) -> Result<VaList<'_>, Error> {
+        let va = self.plan.va.ok_or(Error::NotVariadic)?;
+        let r = self.record;
+        // SAFETY: the record is the live one of this call, and the plan's `va` was made for the
+        // callback's signature with the record's ABI; the record contract gives the three
+        // addresses (on x86-64 the vector registers follow the integer ones, asserted in
+        // `frame`); the list borrows `self`, so it lives no longer than the call.
+        Ok(unsafe { VaList::start(va, r.saved_int_regs(), r.saved_vec_regs(), r.stack_args()) })
     }
 
     fn ty(&self, index: usize) -> Result<&Type, Error> {
