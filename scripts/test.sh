@@ -26,7 +26,9 @@
 #   7. the MSRV of the library and of each feature, with exactly that toolchain (MSRV_CHECKS),
 #      and what `cargo package` ships.
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
-# signatures (default seed 0x5eed2026, 10000 signatures); FUZZ_SECONDS the time of each cargo-fuzz
+# signatures (default seed 0x5eed2026, 10000 signatures), NCCL_TRAMPOLINE_CALLBACK_COUNT the random
+# callback signatures (10000 here; 2000 in a plain `cargo test` and the quick tier),
+# NCCL_TRAMPOLINE_VARIADIC_COUNT the random variadic lists (500); FUZZ_SECONDS the time of each cargo-fuzz
 # target (default 10); SKIP_INSTALL=1 skips step 0; QUICK=1 runs only the quick tier (native
 # tests and clippy, a few minutes) and stops.
 set -euo pipefail
@@ -138,6 +140,9 @@ if [ "${QUICK:-0}" = 1 ]; then
     exit 0
 fi
 
+# The full run: 10,000 random callback signatures per architecture and compiler, each called by
+# C callers built at -O0 and at -O2.
+export NCCL_TRAMPOLINE_CALLBACK_COUNT=${NCCL_TRAMPOLINE_CALLBACK_COUNT:-10000}
 step "real NCCL builds (scripts/fetch-nccl.sh)"
 mapfile -t nccl_libs < <(scripts/fetch-nccl.sh)
 [ ${#nccl_libs[@]} -eq 3 ] || { echo "scripts/fetch-nccl.sh did not produce three libraries" >&2; exit 1; }
@@ -191,7 +196,7 @@ cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
 step "aarch64 under qemu-aarch64 -cpu max: ABI conformance and callbacks with clang --target=aarch64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test conformance "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test callbacks --test variadic_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, aarch64: $((SECONDS - clang_start)) s"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
@@ -218,7 +223,7 @@ echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 step "riscv64 under qemu-riscv64: ABI conformance and callbacks with clang --target=riscv64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test conformance "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test callbacks --test variadic_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then

@@ -25,7 +25,10 @@ use std::ffi::{c_char, c_void, CStr};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use common::{build_shared, compiler_version, known_compiler_bug, repo_file, value_ranges, work_dir, Oracle, Rng};
+use common::{
+    build_shared, compiler_version, known_compiler_bug, repo_file, value_ranges, work_dir, Oracle, Rng,
+    CALLER_OPT_LEVELS,
+};
 use nccl_trampoline::{arg, CallPlan, Callback, CallbackArgs, Error, LongDouble, Signature, Type, VaList};
 
 /// False, after checking the refusal, where the target has no callback entries yet.
@@ -352,8 +355,14 @@ const C_PRELUDE: &str = "#include <stddef.h>\n#include <stdio.h>\n#include <stri
     static double nt_d(unsigned long long b) { double d; memcpy(&d, &b, sizeof d); return d; }\n\
     extern const char *const nt_vstr[];\n";
 
-/// Builds the callers of `cases` (two translation units, compiled in parallel).
-fn build_callers(dir: &str, cases: &[Case]) -> Oracle {
+/// Builds the callers of `cases` (two translation units, compiled in parallel) at each of
+/// [`CALLER_OPT_LEVELS`].
+fn build_callers_at_every_level(dir: &str, cases: &[Case]) -> Vec<(&'static str, Oracle)> {
+    CALLER_OPT_LEVELS.iter().map(|&opt| (opt, build_callers(&format!("{dir}{opt}"), cases, opt))).collect()
+}
+
+/// Builds the callers of `cases` (two translation units, compiled in parallel) at `opt`.
+fn build_callers(dir: &str, cases: &[Case], opt: &str) -> Oracle {
     let dir = work_dir(dir);
     let mut sources = [C_PRELUDE.to_string(), C_PRELUDE.to_string()];
     let strings: Vec<String> = STRINGS.iter().map(|s| format!("{s:?}")).collect();
@@ -372,7 +381,7 @@ fn build_callers(dir: &str, cases: &[Case]) -> Oracle {
         .collect();
     // The __int128 lists pass more arguments than their format converts (legal C:
     // the excess is evaluated and ignored, C11 7.21.6.1p2).
-    Oracle::load(&common::build_shared_with(&dir, "vcallers", &paths, &["-Wno-format-extra-args"]))
+    Oracle::load(&common::build_shared_with(&dir, "vcallers", &paths, &["-Wno-format-extra-args", opt]))
 }
 
 /// How a handler treats the variable arguments.
@@ -525,7 +534,7 @@ fn variadic_callbacks_read_and_forward_what_c_callers_pass() {
         return;
     }
     let cases = cases();
-    let oracle = build_callers("variadic-callbacks", &cases);
+    let oracles = build_callers_at_every_level("variadic-callbacks", &cases);
     let compiler = compiler_version();
     let (mut failures, mut known, mut forwarded) = (Vec::new(), Vec::new(), 0);
     for case in &cases {
@@ -534,21 +543,24 @@ fn variadic_callbacks_read_and_forward_what_c_callers_pass() {
             continue;
         }
         let signature = case.signature();
-        if let Err(e) = run_case(&oracle, case, &signature, Mode::Read) {
-            failures.push(e);
-        }
-        if case.printable() {
-            forwarded += 1;
-            if let Err(e) = run_case(&oracle, case, &signature, Mode::Forward) {
-                failures.push(e);
+        forwarded += usize::from(case.printable());
+        for (opt, oracle) in &oracles {
+            if let Err(e) = run_case(oracle, case, &signature, Mode::Read) {
+                failures.push(format!("{opt}: {e}"));
+            }
+            if case.printable() {
+                if let Err(e) = run_case(oracle, case, &signature, Mode::Forward) {
+                    failures.push(format!("{opt}: {e}"));
+                }
             }
         }
     }
     eprintln!(
-        "variadic callbacks ({} {}): {} lists read, {forwarded} of them forwarded to vsnprintf, {} mismatches; \
+        "variadic callbacks ({} {}, callers at {:?}): {} lists read, {forwarded} of them forwarded to vsnprintf, {} mismatches; \
          not compared for the compiler's known bugs: {} ({:?}...)",
         compiler.0,
         compiler.1,
+        CALLER_OPT_LEVELS,
         cases.len() - known.len(),
         failures.len(),
         known.len(),
@@ -565,7 +577,7 @@ fn negative_control_a_callback_with_a_named_argument_missing_is_seen() {
         return;
     }
     let case = pinned_cases().remove(0);
-    let oracle = build_callers("variadic-callbacks-control", std::slice::from_ref(&case));
+    let oracle = build_callers("variadic-callbacks-control", std::slice::from_ref(&case), "-O2");
     let right = case.signature();
     assert_eq!(run_case(&oracle, &case, &right, Mode::Read), Ok(()));
     assert_eq!(run_case(&oracle, &case, &right, Mode::Forward), Ok(()));

@@ -75,6 +75,11 @@ pub fn known_compiler_bug(compiler: &(String, u32), sig: &Signature) -> Option<&
     None
 }
 
+/// The optimisation levels the callback tests build their generated C callers at: the oracle
+/// compiler's callers must agree with the callbacks unoptimised and optimised (at -O2 the
+/// compiler keeps values in registers across the call and may narrow what it reads of a result).
+pub const CALLER_OPT_LEVELS: [&str; 2] = ["-O0", "-O2"];
+
 /// True if `tool` is an executable file in a directory of `PATH`.
 pub fn in_path(tool: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
