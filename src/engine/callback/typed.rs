@@ -439,6 +439,11 @@ impl<A: CallbackArgTypes, R: CallbackReturn> TypedCallback<A, R> {
     /// The typed C function pointer, `unsafe extern "C" fn(A0, A1, ..) -> R`: to call, or to
     /// give C (as an `Option<unsafe extern "C" fn ..>` field, say). Calling it is sound while
     /// the callback lives.
+    ///
+    /// Except with [`LongDouble`](crate::LongDouble) or `Complex<LongDouble>` arguments or
+    /// result: Rust has no x87 `long double`, so a Rust call through this type passes them as
+    /// 16-byte structs (in integer registers), not as C does (on the stack, on the x87 stack).
+    /// Such a pointer is for C to call only.
     pub fn as_fn(&self) -> A::CFn<R> {
         // SAFETY: the entry runs this callback, whose signature was made from A and R.
         unsafe { A::c_fn::<R>(self.callback.as_ptr()) }
