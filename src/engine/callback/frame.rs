@@ -111,6 +111,38 @@ mod x86_64 {
         pub(crate) fn indirect_result_register(&self) -> Option<u64> {
             None
         }
+
+        /// Where the register at `loc` is saved: its byte offset in the record (`None` for a
+        /// stack location), for readers that compute their places once (the typed form).
+        pub(crate) fn register_offset(loc: Loc) -> Option<usize> {
+            match loc {
+                Loc::Int(n) => Some(offset_of!(Record, int) + 8 * usize::from(n)),
+                Loc::Vec(n) => Some(offset_of!(Record, vec) + 16 * usize::from(n)),
+                Loc::Stack(_) => None,
+            }
+        }
+
+        /// The caller's first stack argument.
+        pub(crate) fn stack_arguments(&self) -> *const u8 {
+            self.stack
+        }
+
+        /// The byte offset of the integer or vector result register `reg` in the record
+        /// (`None` for an x87 register, which [`result_register`](Record::result_register)
+        /// fills).
+        pub(crate) fn result_offset(reg: RetReg) -> Option<usize> {
+            match reg {
+                RetReg::Int(n) => Some(offset_of!(Record, ret_int) + 8 * usize::from(n)),
+                RetReg::Vec(n) => Some(offset_of!(Record, ret_vec) + 16 * usize::from(n)),
+                RetReg::X87(_) => None,
+            }
+        }
+
+        /// Nothing to push on the x87 stack: the one result field the stub always reads that
+        /// a result in integer or vector registers does not set.
+        pub(crate) fn no_x87_result(&mut self) {
+            self.x87 = 0;
+        }
     }
 
     fn bytes_of_mut(word: &mut u64) -> &mut [u8] {
@@ -143,6 +175,18 @@ mod none {
             match *self {}
         }
         pub(crate) fn indirect_result_register(&self) -> Option<u64> {
+            match *self {}
+        }
+        pub(crate) fn register_offset(_loc: Loc) -> Option<usize> {
+            None
+        }
+        pub(crate) fn stack_arguments(&self) -> *const u8 {
+            match *self {}
+        }
+        pub(crate) fn result_offset(_reg: RetReg) -> Option<usize> {
+            None
+        }
+        pub(crate) fn no_x87_result(&mut self) {
             match *self {}
         }
     }

@@ -57,24 +57,37 @@ static UNMARKED: [AtomicUsize; POOL_SIZE] = [const { AtomicUsize::new(0) }; POOL
 /// True once `membarrier(PRIVATE_EXPEDITED)` is registered: marks need only a compiler fence.
 static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
 
-/// The thread's record: its index + 1 in [`MARKS`], 0 before the first call, `usize::MAX` when
-/// none was free. Releases the record when the thread exits.
-struct Claim(Cell<usize>);
+/// Stands for "no record was free" in a thread's [`Claim`]: never claimed, never scanned.
+static NO_MARKS: Marks = FREE_MARKS;
 
-const NO_RECORD: usize = usize::MAX;
+thread_local! {
+    /// The thread's record: null before its first call, [`NO_MARKS`] when none was free or
+    /// after the thread released it. No destructor, so reading it is one thread-local load.
+    static CLAIM: Cell<*const Marks> = const { Cell::new(core::ptr::null()) };
+    /// Registered on the thread's first call: releases its record when the thread exits.
+    static RELEASE: Release = const { Release };
+}
 
-impl Drop for Claim {
+/// Releases the thread's record when the thread exits.
+struct Release;
+
+impl Drop for Release {
     fn drop(&mut self) {
-        let n = self.0.get();
-        if n != 0 && n != NO_RECORD {
-            // No call runs on an exiting thread past this point: its bits are all clear.
-            MARKS[n - 1].claimed.store(0, Ordering::Release);
-        }
+        release();
     }
 }
 
-thread_local! {
-    static CLAIM: Claim = const { Claim(Cell::new(0)) };
+/// Gives the thread's record back (its bits are clear: no call runs on the thread now), and
+/// sends any later call of the thread (from another thread-local destructor) to the counted
+/// fallback.
+fn release() {
+    let _ = CLAIM.try_with(|c| {
+        let marks = c.replace(&NO_MARKS);
+        if !marks.is_null() && !core::ptr::eq(marks, &NO_MARKS) {
+            // SAFETY: a record of MARKS (static), claimed by this thread.
+            unsafe { (*marks).claimed.store(0, Ordering::Release) };
+        }
+    });
 }
 
 /// Sets up the barrier; the pool calls it once, before it hands out the first entry (so every
@@ -89,81 +102,78 @@ pub(super) fn asymmetric() -> bool {
 }
 
 /// A running call of one entry, from [`enter`] to its drop.
-pub(super) struct Running {
-    index: usize,
-    /// The thread record whose bit this call set, or `None` (nested call of the same entry,
-    /// which the outer call covers), or the fallback counter.
-    how: How,
-}
-
-enum How {
-    Marked(&'static AtomicU64),
-    Nested,
-    Counted,
+pub(super) enum Running {
+    /// Marked in the thread's record: `clear` is the bit to clear when the call ends (0 for a
+    /// nested call of the same entry, which the outer call covers).
+    Marked { word: &'static AtomicU64, clear: u64 },
+    /// Counted in `UNMARKED[index]` (a thread without a record).
+    Counted { index: usize },
 }
 
 /// Counts the calling thread in as running entry `index`; the caller loads the slot's state
 /// only after this returns, and drops the guard when it no longer uses the state.
 #[inline(always)]
 pub(super) fn enter(index: usize) -> Running {
-    let record = CLAIM.try_with(|c| match c.0.get() {
-        0 => {
-            let n = claim();
-            c.0.set(n);
-            n
-        }
-        n => n,
-    });
-    match record {
-        Ok(n) if n != NO_RECORD => {
-            let word = &MARKS[n - 1].bits[index / 64];
-            let bit = 1u64 << (index % 64);
-            // Only this thread writes its marks: a load and a store, no read-modify-write.
-            let bits = word.load(Ordering::Relaxed);
-            if bits & bit != 0 {
-                return Running { index, how: How::Nested };
-            }
-            word.store(bits | bit, Ordering::Relaxed);
-            if ASYMMETRIC.load(Ordering::Relaxed) {
-                // The mark's store stays before the state's load in program order; the drop's
-                // membarrier supplies the hardware fence.
-                compiler_fence(Ordering::SeqCst);
-            } else {
-                fence(Ordering::SeqCst);
-            }
-            Running { index, how: How::Marked(word) }
-        }
-        _ => {
-            UNMARKED[index].fetch_add(1, Ordering::SeqCst);
-            Running { index, how: How::Counted }
-        }
+    let mut marks = CLAIM.with(Cell::get);
+    if marks.is_null() {
+        marks = claim();
     }
+    if core::ptr::eq(marks, &NO_MARKS) {
+        return enter_counted(index);
+    }
+    // SAFETY: a record of MARKS (static), claimed by this thread until it exits.
+    let word = unsafe { &(*marks).bits[index / 64] };
+    let bit = 1u64 << (index % 64);
+    // Only this thread writes its marks: a load and a store, no read-modify-write.
+    let bits = word.load(Ordering::Relaxed);
+    word.store(bits | bit, Ordering::Relaxed);
+    if ASYMMETRIC.load(Ordering::Relaxed) {
+        // The mark's store stays before the state's load in program order; the drop's
+        // membarrier supplies the hardware fence.
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+    Running::Marked { word, clear: bit & !bits }
+}
+
+/// The fallback of a thread without a record: a counted call.
+#[cold]
+fn enter_counted(index: usize) -> Running {
+    UNMARKED[index].fetch_add(1, Ordering::SeqCst);
+    Running::Counted { index }
 }
 
 impl Drop for Running {
     #[inline(always)]
     fn drop(&mut self) {
-        match self.how {
-            How::Marked(word) => {
-                let bit = 1u64 << (self.index % 64);
+        match *self {
+            Running::Marked { word, clear } => {
                 // Release: every use of the state happens before the drop sees the bit clear.
-                word.store(word.load(Ordering::Relaxed) & !bit, Ordering::Release);
+                word.store(word.load(Ordering::Relaxed) & !clear, Ordering::Release);
             }
-            How::Nested => {}
-            How::Counted => {
-                UNMARKED[self.index].fetch_sub(1, Ordering::SeqCst);
+            Running::Counted { index } => {
+                UNMARKED[index].fetch_sub(1, Ordering::SeqCst);
             }
         }
     }
 }
 
-/// Claims a free thread record: its index + 1, or [`NO_RECORD`].
+/// Claims a free thread record for this thread (and registers its release at the thread's
+/// exit), or gives [`NO_MARKS`].
 #[cold]
-fn claim() -> usize {
-    MARKS
+fn claim() -> *const Marks {
+    let marks: *const Marks = MARKS
         .iter()
-        .position(|m| m.claimed.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok())
-        .map_or(NO_RECORD, |i| i + 1)
+        .find(|m| m.claimed.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok())
+        .unwrap_or(&NO_MARKS);
+    let _ = CLAIM.try_with(|c| c.set(marks));
+    if RELEASE.try_with(|_| ()).is_err() {
+        // The thread is past its thread-local destructors: nothing would release the record.
+        release();
+        return &NO_MARKS;
+    }
+    marks
 }
 
 /// Waits until no call of entry `index` runs; the caller emptied the slot (a sequentially

@@ -39,7 +39,7 @@ use core::mem::{align_of, size_of, MaybeUninit};
 use super::frame::Record;
 use super::plan::{CallbackPlan, Piece, ResultSink};
 use super::{CValue, Callback, State};
-use crate::abi::{Loc, RetPiece, RetReg};
+use crate::abi::{Loc, RetPiece};
 use crate::engine::error::{Error, Position};
 use crate::engine::typed::CArg;
 use crate::engine::types::{Signature, Type};
@@ -213,9 +213,10 @@ arities! {
 /// Where one argument arrives, computed once from the plan.
 #[derive(Debug)]
 pub(crate) enum ArgPlace {
-    /// The whole value at one location: one register (or two adjacent saved integer registers,
-    /// which the record holds in order), or one run of the caller's stack arguments.
-    Whole(Loc),
+    /// The whole value at one place: a saved register (or two adjacent saved integer registers,
+    /// which the record holds in order), at `offset` in the record; or a run of the caller's
+    /// stack arguments, at `offset` from the first.
+    Whole { stack: bool, offset: u32 },
     /// In pieces (a struct split between an SSE and an integer register, a complex in two
     /// vector registers, a copy behind a pointer): the plan's pieces.
     Pieces(Box<[Piece]>),
@@ -232,7 +233,11 @@ impl ArgPlace {
             }
         }
         match merged[..] {
-            [p] if p.dst == 0 && !p.by_reference => ArgPlace::Whole(p.from),
+            [p] if p.dst == 0 && !p.by_reference => match (p.from, Record::register_offset(p.from)) {
+                (Loc::Stack(offset), _) => ArgPlace::Whole { stack: true, offset },
+                (_, Some(offset)) => ArgPlace::Whole { stack: false, offset: offset as u32 },
+                _ => ArgPlace::Pieces(merged.into_boxed_slice()),
+            },
             _ => ArgPlace::Pieces(merged.into_boxed_slice()),
         }
     }
@@ -245,30 +250,42 @@ impl ArgPlace {
     /// signature it was made for.
     #[inline(always)]
     unsafe fn read<T: CallbackValue>(&self, record: &Record) -> T {
-        match self {
-            // SAFETY: the value's bytes start there (the plan, for T's C type, of exactly T's
-            // size: CallbackValue's contract); any bit pattern is a valid T.
-            ArgPlace::Whole(loc) => unsafe { record.arg_location(*loc).cast::<T>().read_unaligned() },
-            ArgPlace::Pieces(pieces) => {
+        match *self {
+            ArgPlace::Whole { stack, offset } => {
+                let base = if stack { record.stack_arguments() } else { (record as *const Record).cast::<u8>() };
+                // SAFETY: the value's bytes start there (the plan, for T's C type, of exactly
+                // T's size: CallbackValue's contract): in the record, or in the caller's stack
+                // arguments; any bit pattern is a valid T.
+                unsafe { base.add(offset as usize).cast::<T>().read_unaligned() }
+            }
+            ArgPlace::Pieces(ref pieces) => {
                 let mut value = MaybeUninit::<T>::zeroed();
-                for piece in pieces.iter() {
-                    // SAFETY: as in CallbackArgs::read_bytes: each location holds its piece's
-                    // bytes (by reference: their address), and the piece lies inside the value.
-                    unsafe {
-                        let mut src = record.arg_location(piece.from);
-                        if piece.by_reference {
-                            src = src.cast::<*const u8>().read_unaligned();
-                        }
-                        core::ptr::copy_nonoverlapping(
-                            src,
-                            value.as_mut_ptr().cast::<u8>().add(piece.dst as usize),
-                            piece.len as usize,
-                        );
-                    }
-                }
+                // SAFETY: the caller's contract; the pieces lie inside T's bytes.
+                unsafe { read_pieces(pieces, record, value.as_mut_ptr().cast::<u8>()) };
                 // SAFETY: every byte initialised (zeroed, then the pieces); any pattern is valid.
                 unsafe { value.assume_init() }
             }
+        }
+    }
+}
+
+/// Copies an argument's pieces into `out` (the value's first byte): out of line and not generic,
+/// so the monomorphised dispatch stays small for the common one-place arguments.
+///
+/// # Safety
+///
+/// As [`ArgPlace::read`]; `out` is valid for writes of the whole value.
+#[inline(never)]
+unsafe fn read_pieces(pieces: &[Piece], record: &Record, out: *mut u8) {
+    for piece in pieces {
+        // SAFETY: as in CallbackArgs::read_bytes: each location holds its piece's bytes (by
+        // reference: their address), and the piece lies inside the value.
+        unsafe {
+            let mut src = record.arg_location(piece.from);
+            if piece.by_reference {
+                src = src.cast::<*const u8>().read_unaligned();
+            }
+            core::ptr::copy_nonoverlapping(src, out.add(piece.dst as usize), piece.len as usize);
         }
     }
 }
@@ -290,11 +307,9 @@ fn follows(a: &Piece, b: &Piece) -> bool {
 #[derive(Debug)]
 enum ResultPlace {
     Void,
-    /// A scalar of at most 8 bytes in one register, extended as the plan says.
-    Word {
-        reg: RetReg,
-        extend: Option<bool>,
-    },
+    /// A scalar of at most 8 bytes in one integer or vector register (at `offset` in the
+    /// record), extended as the plan says. Only that register is written.
+    Word { offset: u32, extend: Option<bool> },
     /// Pieces in registers.
     Regs(Box<[RetPiece]>),
     /// Through the caller's memory, its address where the plan says.
@@ -308,9 +323,10 @@ impl ResultPlace {
         match sink {
             ResultSink::Void => ResultPlace::Void,
             ResultSink::Regs { pieces, extend } => match pieces[..] {
-                [p] if p.dst == 0 && p.len as usize == size && size <= 8 => {
-                    ResultPlace::Word { reg: p.from, extend: *extend }
-                }
+                [p] if p.dst == 0 && p.len as usize == size && size <= 8 => match Record::result_offset(p.from) {
+                    Some(offset) => ResultPlace::Word { offset: offset as u32, extend: *extend },
+                    None => ResultPlace::Regs(pieces.clone().into_boxed_slice()),
+                },
                 _ => ResultPlace::Regs(pieces.clone().into_boxed_slice()),
             },
             ResultSink::Memory { from } => ResultPlace::Memory { from: *from },
@@ -327,7 +343,7 @@ impl ResultPlace {
     unsafe fn write<R: CallbackReturn>(&self, value: R, record: &mut Record) {
         match self {
             ResultPlace::Void => record.clear_result(),
-            ResultPlace::Word { reg, extend } => {
+            ResultPlace::Word { offset, extend } => {
                 let mut word = 0u64;
                 if size_of::<R>() <= 8 {
                     // SAFETY: R fits the word (checked just above, at compile time).
@@ -340,8 +356,9 @@ impl ResultPlace {
                         _ => word,
                     };
                 }
-                record.clear_result();
-                record.result_register(*reg)[..8].copy_from_slice(&word.to_ne_bytes());
+                record.no_x87_result();
+                // SAFETY: `offset` is that of an 8-byte (or wider) result register of the record.
+                unsafe { (record as *mut Record).cast::<u8>().add(*offset as usize).cast::<u64>().write_unaligned(word) };
             }
             ResultPlace::Regs(pieces) => {
                 // Register results are at most 32 bytes (a `_Complex long double`).
@@ -352,26 +369,46 @@ impl ResultPlace {
                     // SAFETY: R fits the buffer (checked just above, at compile time).
                     unsafe { buffer.0.as_mut_ptr().cast::<R>().write_unaligned(value) };
                 }
-                record.clear_result();
-                for p in pieces.iter() {
-                    let (at, len) = (p.dst as usize, p.len as usize);
-                    record.result_register(p.from)[..len].copy_from_slice(&buffer.0[at..at + len]);
-                }
+                write_pieces(pieces, &buffer.0, record);
             }
             ResultPlace::Memory { from } => {
-                let address = match from {
-                    // SAFETY: an integer location of the live record: 8 saved bytes.
-                    Some(loc) => unsafe { record.arg_location(*loc).cast::<u64>().read_unaligned() },
-                    None => record.indirect_result_register().expect("the plan names the ABI's register"),
-                };
+                // SAFETY: the caller's contract.
+                let address = unsafe { result_address(*from, record) };
                 // SAFETY: the caller's result memory, valid for writes of an R (the ABI's
                 // contract for a MEMORY result, the function's contract).
                 unsafe { (address as usize as *mut R).write_unaligned(value) };
-                record.clear_result();
-                *record.first_int_result() = address;
             }
         }
     }
+}
+
+/// Places a register result from its bytes: out of line and not generic.
+#[inline(never)]
+fn write_pieces(pieces: &[RetPiece], bytes: &[u8; 32], record: &mut Record) {
+    record.clear_result();
+    for p in pieces {
+        let (at, len) = (p.dst as usize, p.len as usize);
+        record.result_register(p.from)[..len].copy_from_slice(&bytes[at..at + len]);
+    }
+}
+
+/// The hidden result address of a MEMORY result, also set as the first integer result (psABI
+/// 3.2.3: returned in %rax): out of line and not generic.
+///
+/// # Safety
+///
+/// The record is the live one of a call whose signature returns in memory, the address where
+/// `from` says.
+#[inline(never)]
+unsafe fn result_address(from: Option<Loc>, record: &mut Record) -> u64 {
+    let address = match from {
+        // SAFETY: an integer location of the live record: 8 saved bytes.
+        Some(loc) => unsafe { record.arg_location(loc).cast::<u64>().read_unaligned() },
+        None => record.indirect_result_register().expect("the plan names the ABI's register"),
+    };
+    record.clear_result();
+    *record.first_int_result() = address;
+    address
 }
 
 /// What the slot's state holds for a typed callback: the places and the closure.
