@@ -346,10 +346,10 @@ mod pool {
     {
         // SAFETY: the function's contract.
         let handler = unsafe { state.handler::<F>() };
-        // Register results are at most 32 bytes (a `_Complex long double`).
+        // Register results are at most 32 bytes (a `_Complex long double`), then zeros.
         #[repr(C, align(16))]
-        struct Buffer([u8; 32]);
-        let mut buffer = Buffer([0; 32]);
+        struct Buffer([u8; super::typed::RESULT_BUFFER]);
+        let mut buffer = Buffer([0; super::typed::RESULT_BUFFER]);
         let ty = state.signature.ret();
         let dst = match state.plan.result {
             ResultSink::Memory { from } => {
@@ -371,15 +371,14 @@ mod pool {
             let mut result = CallbackResult { dst, ty };
             handler(&args, &mut result);
         }
-        record.clear_result();
         match &state.plan.result {
-            ResultSink::Void => {}
-            ResultSink::Memory { .. } => *record.first_int_result() = dst as usize as u64,
+            ResultSink::Void => record.clear_result(),
+            ResultSink::Memory { .. } => {
+                record.clear_result();
+                *record.first_int_result() = dst as usize as u64
+            }
             ResultSink::Regs { pieces, extend } => {
-                for p in pieces {
-                    let (at, len) = (p.dst as usize, p.len as usize);
-                    record.result_register(p.from)[..len].copy_from_slice(&buffer.0[at..at + len]);
-                }
+                super::typed::place_register_result(pieces, &buffer.0, record);
                 if let (Some(signed), Some(p)) = (extend, pieces.first()) {
                     let word = record.first_int_result();
                     let bits = 8 * p.len;

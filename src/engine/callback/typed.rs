@@ -309,7 +309,10 @@ enum ResultPlace {
     Void,
     /// A scalar of at most 8 bytes in one integer or vector register (at `offset` in the
     /// record), extended as the plan says. Only that register is written.
-    Word { offset: u32, extend: Option<bool> },
+    Word {
+        offset: u32,
+        extend: Option<bool>,
+    },
     /// Pieces in registers.
     Regs(Box<[RetPiece]>),
     /// Through the caller's memory, its address where the plan says.
@@ -358,18 +361,17 @@ impl ResultPlace {
                 }
                 record.no_x87_result();
                 // SAFETY: `offset` is that of an 8-byte (or wider) result register of the record.
-                unsafe { (record as *mut Record).cast::<u8>().add(*offset as usize).cast::<u64>().write_unaligned(word) };
+                unsafe {
+                    (record as *mut Record).cast::<u8>().add(*offset as usize).cast::<u64>().write_unaligned(word)
+                };
             }
             ResultPlace::Regs(pieces) => {
-                // Register results are at most 32 bytes (a `_Complex long double`).
-                #[repr(C, align(16))]
-                struct Buffer([u8; 32]);
-                let mut buffer = Buffer([0; 32]);
+                let mut buffer = [0u8; RESULT_BUFFER];
                 if size_of::<R>() <= 32 {
                     // SAFETY: R fits the buffer (checked just above, at compile time).
-                    unsafe { buffer.0.as_mut_ptr().cast::<R>().write_unaligned(value) };
+                    unsafe { buffer.as_mut_ptr().cast::<R>().write_unaligned(value) };
                 }
-                write_pieces(pieces, &buffer.0, record);
+                place_register_result(pieces, &buffer, record);
             }
             ResultPlace::Memory { from } => {
                 // SAFETY: the caller's contract.
@@ -382,13 +384,30 @@ impl ResultPlace {
     }
 }
 
-/// Places a register result from its bytes: out of line and not generic.
+/// Bytes of the buffer a register result is placed from: the largest register result (32
+/// bytes, a `_Complex long double`) and 16 bytes of zeros, so that every piece is read as whole
+/// 8-byte words.
+pub(super) const RESULT_BUFFER: usize = 48;
+
+/// Places a register result from its bytes (`bytes`, the value then zeros): every result
+/// register cleared, then each piece's bytes into the low end of its register. Out of line and
+/// not generic; shared by the dynamic form. Whole 8-byte words, masked to the piece: no copy of
+/// a length known only at run time.
 #[inline(never)]
-fn write_pieces(pieces: &[RetPiece], bytes: &[u8; 32], record: &mut Record) {
+pub(super) fn place_register_result(pieces: &[RetPiece], bytes: &[u8; RESULT_BUFFER], record: &mut Record) {
+    fn word(bytes: &[u8; RESULT_BUFFER], at: usize, len: usize) -> [u8; 8] {
+        let w = u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+        (w & mask).to_ne_bytes()
+    }
     record.clear_result();
     for p in pieces {
         let (at, len) = (p.dst as usize, p.len as usize);
-        record.result_register(p.from)[..len].copy_from_slice(&bytes[at..at + len]);
+        let register = record.result_register(p.from);
+        register[..8].copy_from_slice(&word(bytes, at, len));
+        if len > 8 {
+            register[8..16].copy_from_slice(&word(bytes, at + 8, len - 8));
+        }
     }
 }
 
