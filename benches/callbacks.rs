@@ -523,11 +523,7 @@ mod bench {
 
     pub fn paired(rounds: usize, ms: u64) {
         let s = Setup::new();
-        println!(
-            "libffi: {}; call path synchronisation: {}",
-            s.libffi_path,
-            if nccl_trampoline::engine::callback::uses_membarrier() { "membarrier" } else { "fence (fallback)" }
-        );
+        println!("libffi: {}; call path synchronisation: {}", s.libffi_path, synchronisation());
         println!(
             "{rounds} rounds; per round and variant {CHUNKS} chunks alternating with direct, about {ms} ms each side"
         );
@@ -597,6 +593,15 @@ mod bench {
             .unwrap_or_else(|| panic!("no variant {variant} of shape {shape}"))
             .1;
         std::hint::black_box(s.run(shape, code, n));
+        eprintln!("call path synchronisation: {}", synchronisation());
+    }
+
+    fn synchronisation() -> &'static str {
+        if nccl_trampoline::engine::callback::uses_membarrier() {
+            "membarrier"
+        } else {
+            "fence (fallback)"
+        }
     }
 }
 
