@@ -77,6 +77,11 @@ impl Seen {
             self.0.lock().unwrap().push(format!("{what}: {got:?}, expected {want:?}"));
         }
     }
+    /// `check`, then `value` (the closure's result).
+    fn checked<T: PartialEq + std::fmt::Debug, V>(&self, what: &str, got: T, want: T, value: V) -> V {
+        self.check(what, got, want);
+        value
+    }
     fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.lock().unwrap())
     }
@@ -125,15 +130,15 @@ fn typed_callbacks_called_from_c_for_every_type_family() {
         }),
     );
     let t = s.clone();
-    run(&mut f, &s, "ret_i8", TypedCallback::new(move |a: i32| -> i8 { t.check("0", a, 1).then_value(-7) }));
+    run(&mut f, &s, "ret_i8", TypedCallback::new(move |a: i32| -> i8 { t.checked("0", a, 1, -7) }));
     let t = s.clone();
-    run(&mut f, &s, "ret_u8", TypedCallback::new(move |a: i32| -> u8 { t.check("0", a, 2).then_value(249) }));
+    run(&mut f, &s, "ret_u8", TypedCallback::new(move |a: i32| -> u8 { t.checked("0", a, 2, 249) }));
     let t = s.clone();
-    run(&mut f, &s, "ret_i16", TypedCallback::new(move |a: i32| -> i16 { t.check("0", a, 3).then_value(-30000) }));
+    run(&mut f, &s, "ret_i16", TypedCallback::new(move |a: i32| -> i16 { t.checked("0", a, 3, -30000) }));
     let t = s.clone();
-    run(&mut f, &s, "ret_u16", TypedCallback::new(move |a: i32| -> u16 { t.check("0", a, 4).then_value(60000) }));
+    run(&mut f, &s, "ret_u16", TypedCallback::new(move |a: i32| -> u16 { t.checked("0", a, 4, 60000) }));
     let t = s.clone();
-    run(&mut f, &s, "ret_u32", TypedCallback::new(move |a: i32| -> u32 { t.check("0", a, 5).then_value(0xfedc_ba98) }));
+    run(&mut f, &s, "ret_u32", TypedCallback::new(move |a: i32| -> u32 { t.checked("0", a, 5, 0xfedc_ba98) }));
     run(&mut f, &s, "ret_ptr", TypedCallback::new(|p: *mut u8| -> *mut u8 { p.wrapping_add(5) }));
     let t = s.clone();
     run(
@@ -150,7 +155,7 @@ fn typed_callbacks_called_from_c_for_every_type_family() {
         &mut f,
         &s,
         "df",
-        TypedCallback::new(move |a: f64, b: f32| -> f32 { t.check("floats", (a, b), (6.5, -0.75)).then_value(-3.5) }),
+        TypedCallback::new(move |a: f64, b: f32| -> f32 { t.checked("floats", (a, b), (6.5, -0.75), -3.5) }),
     );
     let t = s.clone();
     run(
@@ -221,36 +226,16 @@ fn typed_callbacks_called_from_c_for_every_type_family() {
         &mut f,
         &s,
         "ret_ll",
-        TypedCallback::new(move |a: i32| -> Ll { t.check("0", a, 1).then_value(Ll(-1, 0x7766_5544_3322_1100)) }),
+        TypedCallback::new(move |a: i32| -> Ll { t.checked("0", a, 1, Ll(-1, 0x7766_5544_3322_1100)) }),
     );
     let t = s.clone();
-    run(
-        &mut f,
-        &s,
-        "ret_dd",
-        TypedCallback::new(move |a: i32| -> Dd { t.check("0", a, 2).then_value(Dd(1.25, -2.5)) }),
-    );
+    run(&mut f, &s, "ret_dd", TypedCallback::new(move |a: i32| -> Dd { t.checked("0", a, 2, Dd(1.25, -2.5)) }));
     let t = s.clone();
-    run(
-        &mut f,
-        &s,
-        "ret_dl",
-        TypedCallback::new(move |a: i32| -> Dl { t.check("0", a, 3).then_value(Dl(0.125, -99)) }),
-    );
+    run(&mut f, &s, "ret_dl", TypedCallback::new(move |a: i32| -> Dl { t.checked("0", a, 3, Dl(0.125, -99)) }));
     let t = s.clone();
-    run(
-        &mut f,
-        &s,
-        "ret_iii",
-        TypedCallback::new(move |a: i32| -> Iii { t.check("0", a, 4).then_value(Iii(1, -2, 3)) }),
-    );
+    run(&mut f, &s, "ret_iii", TypedCallback::new(move |a: i32| -> Iii { t.checked("0", a, 4, Iii(1, -2, 3)) }));
     let t = s.clone();
-    run(
-        &mut f,
-        &s,
-        "ret_fff",
-        TypedCallback::new(move |a: i32| -> Fff { t.check("0", a, 5).then_value(Fff(1.5, 2.5, -3.5)) }),
-    );
+    run(&mut f, &s, "ret_fff", TypedCallback::new(move |a: i32| -> Fff { t.checked("0", a, 5, Fff(1.5, 2.5, -3.5)) }));
     let t = s.clone();
     run(
         &mut f,
@@ -311,16 +296,6 @@ fn typed_callbacks_called_from_c_for_every_type_family() {
     // SAFETY: the C caller passes the address of its own int32_t.
     run(&mut f, &s, "void", TypedCallback::new(|p: *mut i32, v: i32| unsafe { *p = v + 1 }));
     assert!(f.is_empty(), "{} failures:\n{}", f.len(), f.join("\n"));
-}
-
-/// `check(..).then_value(v)`: the check, then the closure's result.
-trait ThenValue {
-    fn then_value<T>(self, v: T) -> T;
-}
-impl ThenValue for () {
-    fn then_value<T>(self, v: T) -> T {
-        v
-    }
 }
 
 /// A negative control: the same C caller with a closure returning the wrong value fails, and one
