@@ -235,3 +235,38 @@ mod membarrier {
     }
     pub(super) fn barrier() {}
 }
+
+#[cfg(all(test, nccl_trampoline_asm = "x86_64_sysv"))]
+mod tests {
+    use super::*;
+
+    fn claimed() -> usize {
+        MARKS.iter().filter(|m| m.claimed.load(Ordering::SeqCst) != 0).count()
+    }
+
+    /// A thread claims a record on its first call and releases it at its exit: 2 × THREADS
+    /// threads one after another never hold more than one, and calls mark and unmark their bit
+    /// (a nested call of the same entry leaves the bit to the outer one).
+    #[test]
+    fn records_are_released_at_thread_exit_and_marks_cleared() {
+        let before = claimed();
+        for _ in 0..2 * THREADS {
+            std::thread::spawn(|| {
+                let outer = enter(70);
+                let Running::Marked { word, clear } = outer else { panic!("no record for a new thread") };
+                assert_eq!((clear, word.load(Ordering::SeqCst) & (1 << 6)), (1 << 6, 1 << 6));
+                let inner = enter(70);
+                assert!(matches!(inner, Running::Marked { clear: 0, .. }), "a nested call clears nothing");
+                drop(inner);
+                assert_ne!(word.load(Ordering::SeqCst) & (1 << 6), 0, "the outer call is still marked");
+                drop(outer);
+                assert_eq!(word.load(Ordering::SeqCst), 0);
+            })
+            .join()
+            .unwrap();
+        }
+        assert_eq!(claimed(), before, "records held by threads that have exited");
+        // The drop's wait returns at once when no call of the entry runs.
+        wait_for(70);
+    }
+}
