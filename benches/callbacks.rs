@@ -25,6 +25,9 @@
 //!   alternating with chunks of `direct`, and its time is divided by that of those `direct`
 //!   chunks; prints every round and the medians (paired and interleaved: drift in the machine's
 //!   speed cancels out);
+//! - `<binary> threads [THREADS] [ROUNDS]`: THREADS threads (default 2) run the `ii` loop on the
+//!   same function at once (2,000,000 calls each), every variant in turn, ROUNDS times (default
+//!   7): what the call path writes to memory shared by the threads shows;
 //! - `<binary> count SHAPE VARIANT N`: exactly one loop of N calls, for callgrind: the difference
 //!   between two N, divided by their difference, is one iteration (the call and the C loop's
 //!   own few instructions).
@@ -583,6 +586,40 @@ mod bench {
         }
     }
 
+    /// THREADS threads run the C loop of `ii` on the same function at once, `rounds` times per
+    /// variant, interleaved: ns per call on each thread (median of the rounds). With one entry
+    /// shared by every thread, what the call path writes to shared memory shows.
+    pub fn threads(threads: usize, rounds: usize, n: u64) {
+        let s = Setup::new();
+        println!("call path synchronisation: {}; {threads} threads calling the same callback", synchronisation());
+        let variants = &s.table[0].1;
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+        for _ in 0..rounds {
+            for (v, (_, code)) in variants.iter().enumerate() {
+                let start = std::sync::Barrier::new(threads);
+                let per_thread: Vec<f64> = std::thread::scope(|scope| {
+                    let handles: Vec<_> = (0..threads)
+                        .map(|_| {
+                            let (run, code, start) = (s.loops.ii, *code, &start);
+                            scope.spawn(move || {
+                                start.wait();
+                                let t = Instant::now();
+                                // SAFETY: `code` is `int32_t (int32_t, int32_t)`, alive while `s` is.
+                                std::hint::black_box(unsafe { run(code as *const c_void, n as i64) });
+                                t.elapsed().as_secs_f64() * 1e9 / n as f64
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                times[v].push(per_thread.iter().sum::<f64>() / threads as f64);
+            }
+        }
+        let line: Vec<String> =
+            variants.iter().zip(times).map(|((name, _), t)| format!("{name} {:.2} ns", median(t))).collect();
+        println!("ii, {threads} threads, median of {rounds} rounds, ns per call: {}", line.join(", "));
+    }
+
     pub fn count(shape: &str, variant: &str, n: u64) {
         let s = Setup::new();
         let code = s
@@ -615,13 +652,20 @@ fn main() {
             };
             bench::count(shape, variant, n.parse().expect("N"));
         }
+        Some("threads") => {
+            let threads = args.get(1).map_or(2, |t| t.parse().expect("THREADS"));
+            let rounds = args.get(2).map_or(7, |r| r.parse().expect("ROUNDS"));
+            bench::threads(threads, rounds, 2_000_000);
+        }
         Some("paired") | None | Some("--bench") => {
             let nums: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
             let rounds = nums.first().map_or(7, |&r| r as usize);
             let ms = nums.get(1).copied().unwrap_or(160);
             bench::paired(rounds, ms);
         }
-        Some(other) => panic!("unknown mode {other:?}: paired [ROUNDS] [MILLISECONDS] | count SHAPE VARIANT N"),
+        Some(other) => {
+            panic!("unknown mode {other:?}: paired [ROUNDS] [MILLISECONDS] | threads [THREADS] [ROUNDS] | count SHAPE VARIANT N")
+        }
     }
 }
 
