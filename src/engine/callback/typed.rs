@@ -30,6 +30,37 @@
 //! // `NonNull` cannot hold the null pointer C may pass.
 //! let _ = nccl_trampoline::TypedCallback::new(|p: core::ptr::NonNull<u8>| -> i32 { 0 });
 //! ```
+//!
+//! ```compile_fail
+//! // A `String` is no C result.
+//! let _ = nccl_trampoline::TypedCallback::new(|n: i32| -> String { n.to_string() });
+//! ```
+//!
+//! ```compile_fail
+//! // More arguments than the typed call path's 12.
+//! let _ = nccl_trampoline::TypedCallback::new(
+//!     |a: i32, b: i32, c: i32, d: i32, e: i32, f: i32, g: i32, h: i32, i: i32, j: i32, k: i32, l: i32, m: i32| -> i32 { a },
+//! );
+//! ```
+//!
+//! ```compile_fail
+//! // A closure borrowing a local: C may call the pointer from any thread at any time while the
+//! // callback lives, so the handler must be `'static` (and `Send + Sync`).
+//! let scale = 3;
+//! let r = &scale;
+//! let _ = nccl_trampoline::TypedCallback::new(|a: i32| -> i32 { a * *r });
+//! ```
+//!
+//! The same closures with C types compile:
+//!
+//! ```
+//! let scale = 3;
+//! let _ = nccl_trampoline::TypedCallback::new(move |a: i32| -> i32 { a * scale });
+//! let _ = nccl_trampoline::TypedCallback::new(
+//!     |a: i32, b: i32, c: i32, d: i32, e: i32, f: i32, g: i32, h: i32, i: i32, j: i32, k: i32, l: i32| -> i32 { a },
+//! );
+//! let _ = nccl_trampoline::TypedCallback::new(|p: *const u8| -> *const u8 { p });
+//! ```
 
 use core::ffi::c_void;
 use core::fmt;
