@@ -112,8 +112,9 @@ impl<T: CallbackValue> CallbackReturn for T {
 mod sealed {
     use super::{ArgPlace, Record};
 
-    /// The arguments of one call, read in order.
-    pub struct Args<'a> {
+    /// The arguments of one call, read in order; `SIMPLE`: every place is
+    /// [`ArgPlace::Whole`] (checked when the callback was made), so no piece is ever copied.
+    pub struct Args<'a, const SIMPLE: bool> {
         pub(super) record: &'a Record,
         pub(super) places: &'a [ArgPlace],
         pub(super) next: usize,
@@ -125,7 +126,7 @@ mod sealed {
         ///
         /// `args` has one place per argument of `A`, made for `A`'s types, and its record is the
         /// live one of a call with that signature.
-        unsafe fn invoke(&self, args: Args<'_>) -> R;
+        unsafe fn invoke<const SIMPLE: bool>(&self, args: Args<'_, SIMPLE>) -> R;
     }
 
     pub trait Tuple {}
@@ -159,7 +160,7 @@ pub trait CallbackArgTypes: sealed::Tuple + 'static {
 /// a function item), since they make the C signature.
 pub trait CallbackFn<A, R>: Invoke<A, R> + Send + Sync + 'static {}
 
-impl Args<'_> {
+impl<const SIMPLE: bool> Args<'_, SIMPLE> {
     /// The next argument, as `T`.
     ///
     /// # Safety
@@ -170,8 +171,14 @@ impl Args<'_> {
         // SAFETY: the caller's contract: one place per argument.
         let place = unsafe { self.places.get_unchecked(self.next) };
         self.next += 1;
-        // SAFETY: the caller's contract.
-        unsafe { place.read::<T>(self.record) }
+        // SAFETY: the caller's contract (with SIMPLE, the place is whole).
+        unsafe {
+            if SIMPLE {
+                place.read_whole::<T>(self.record)
+            } else {
+                place.read::<T>(self.record)
+            }
+        }
     }
 }
 
@@ -206,7 +213,7 @@ macro_rules! arities {
             {
                 #[inline(always)]
                 #[allow(unused_mut, unused_variables, non_snake_case)]
-                unsafe fn invoke(&self, mut args: Args<'_>) -> R {
+                unsafe fn invoke<const SIMPLE: bool>(&self, mut args: Args<'_, SIMPLE>) -> R {
                     // SAFETY: the caller's contract: a place per argument, in order (the
                     // evaluation order of the lets below is the arguments').
                     $(let $a = unsafe { args.next::<$a>() };)*
@@ -298,6 +305,31 @@ impl ArgPlace {
             }
         }
     }
+}
+
+impl ArgPlace {
+    /// [`read`](ArgPlace::read) for a place known to be whole.
+    ///
+    /// # Safety
+    ///
+    /// As `read`, and the place is [`ArgPlace::Whole`].
+    #[inline(always)]
+    unsafe fn read_whole<T: CallbackValue>(&self, record: &Record) -> T {
+        match *self {
+            // SAFETY: as in `read`.
+            ArgPlace::Whole { stack, offset } => unsafe {
+                let base = if stack { record.stack_arguments() } else { (record as *const Record).cast::<u8>() };
+                base.add(offset as usize).cast::<T>().read_unaligned()
+            },
+            // SAFETY: the caller's contract: never pieces.
+            ArgPlace::Pieces(_) => unsafe { core::hint::unreachable_unchecked() },
+        }
+    }
+}
+
+/// Every argument is whole at one place.
+fn places_are_whole(places: &[ArgPlace]) -> bool {
+    places.iter().all(|p| matches!(p, ArgPlace::Whole { .. }))
 }
 
 /// Copies an argument's pieces into `out` (the value's first byte): out of line and not generic,
@@ -415,6 +447,23 @@ impl ResultPlace {
     }
 }
 
+impl ResultPlace {
+    /// [`write`](ResultPlace::write) for a word or `void` result.
+    ///
+    /// # Safety
+    ///
+    /// As `write`, and the place is [`ResultPlace::Word`] or [`ResultPlace::Void`].
+    #[inline(always)]
+    unsafe fn write_simple<R: CallbackReturn>(&self, value: R, record: &mut Record) {
+        match self {
+            // SAFETY: the caller's contract.
+            ResultPlace::Word { .. } | ResultPlace::Void => unsafe { self.write(value, record) },
+            // SAFETY: the caller's contract: never another place.
+            _ => unsafe { core::hint::unreachable_unchecked() },
+        }
+    }
+}
+
 /// Bytes of the buffer a register result is placed from: the largest register result (32
 /// bytes, a `_Complex long double`) and 16 bytes of zeros, so that every piece is read as whole
 /// 8-byte words.
@@ -474,14 +523,24 @@ struct Typed<F> {
 ///
 /// `state.handler` is a `Typed<F>` made for `A` and `R`; the record is the live one of a call
 /// with the state's signature.
-unsafe fn invoke<F: CallbackFn<A, R>, A, R: CallbackReturn>(state: &State, record: &mut Record) {
+///
+/// `SIMPLE`: every argument is whole at one place and the result is a word or `void` (checked
+/// when the callback was made): the instance for the common signatures, with no copy of pieces.
+unsafe fn invoke<F: CallbackFn<A, R>, A, R: CallbackReturn, const SIMPLE: bool>(state: &State, record: &mut Record) {
     // SAFETY: the function's contract.
     let typed = unsafe { state.handler::<Typed<F>>() };
-    let args = Args { record: &*record, places: &typed.places, next: 0 };
-    // SAFETY: one place per argument of A, made for A's types (TypedCallback::new).
+    let args = Args::<SIMPLE> { record: &*record, places: &typed.places, next: 0 };
+    // SAFETY: one place per argument of A, made for A's types (TypedCallback::new); whole ones
+    // when SIMPLE.
     let value = unsafe { typed.handler.invoke(args) };
-    // SAFETY: the result place was made for R.
-    unsafe { typed.result.write(value, record) };
+    // SAFETY: the result place was made for R; a word or void one when SIMPLE.
+    unsafe {
+        if SIMPLE {
+            typed.result.write_simple(value, record)
+        } else {
+            typed.result.write(value, record)
+        }
+    }
 }
 
 /// A C function pointer whose calls run a Rust closure of C types, valid while this object
@@ -509,16 +568,19 @@ impl<A: CallbackArgTypes, R: CallbackReturn> TypedCallback<A, R> {
         #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
         {
             let plan = CallbackPlan::new(crate::abi::Abi::SysVX86_64, &signature)?;
-            let places = plan.args.iter().map(|p| ArgPlace::new(p)).collect();
+            let places: Box<[ArgPlace]> = plan.args.iter().map(|p| ArgPlace::new(p)).collect();
             let result = ResultPlace::new(&plan.result, size_of::<R>());
-            let invoke: unsafe fn(&State, &mut Record) = invoke::<F, A, R>;
+            let simple = places_are_whole(&places) && matches!(result, ResultPlace::Word { .. } | ResultPlace::Void);
+            let invoke: unsafe fn(&State, &mut Record) =
+                if simple { invoke::<F, A, R, true> } else { invoke::<F, A, R, false> };
             let handler = Box::new(Typed { places, result, handler });
             let callback = Callback::from_state(State { plan, signature, invoke, handler })?;
             Ok(TypedCallback { callback, _types: PhantomData })
         }
         #[cfg(not(nccl_trampoline_asm = "x86_64_sysv"))]
         {
-            let _ = (handler, CallbackPlan::new, invoke::<F, A, R>, ArgPlace::new, ResultPlace::new);
+            let _ = (handler, CallbackPlan::new, invoke::<F, A, R, true>, invoke::<F, A, R, false>);
+            let _ = (ArgPlace::new, ResultPlace::new, places_are_whole);
             Err(Error::CallbacksUnsupported { target: crate::engine::TARGET })
         }
     }
