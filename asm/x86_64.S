@@ -941,11 +941,13 @@ ENTRY_END(nt_cb_install)
  * the call of the dispatcher (psABI 3.2.2). %rbp is the only callee-saved register used; the
  * dispatcher is Rust and keeps the others (rbx, r12-r15, the x87 control word, MXCSR's control
  * bits).
- * Out: %rax, %rdx, %xmm0, %xmm1 as the dispatcher wrote them into the record (it writes every
- * one: zero where the result does not use it; %rax = the hidden address for a MEMORY result),
- * and CB_X87 long doubles pushed on the x87 stack: st(1) first, so st(0) is the last pushed
- * (COMPLEX_X87: real part in st(0), imaginary in st(1)); none otherwise, leaving the x87 stack
- * empty as psABI 3.2.1 requires of a function not returning a long double. */
+ * Out: %rax, %rdx, %xmm0, %xmm1 as the dispatcher wrote them into the record (the dynamic form
+ * writes every one, zero where the result does not use it; the typed form, for a result in one
+ * register, writes that one only: the caller reads no other; %rax = the hidden address for a
+ * MEMORY result), and CB_X87 (always written) long doubles pushed on the x87 stack: st(1)
+ * first, so st(0) is the last pushed (COMPLEX_X87: real part in st(0), imaginary in st(1));
+ * none otherwise, leaving the x87 stack empty as psABI 3.2.1 requires of a function not
+ * returning a long double. */
 ENTRY_START(nt_cb_common)
     push    %rbp
     .cfi_def_cfa_offset 16

@@ -59,8 +59,11 @@ pub mod oracle;
 pub struct ReadmeDoctests;
 
 pub use abi::Abi;
-pub use engine::callback::{CVaList, CValue, Callback, CallbackArgs, CallbackResult, VaList};
-pub use engine::error::{Error, TypeDescription};
+pub use engine::callback::{
+    CVaList, CValue, Callback, CallbackArgTypes, CallbackArgs, CallbackFn, CallbackResult, CallbackReturn,
+    CallbackValue, TypedCallback, VaList,
+};
+pub use engine::error::{Error, Position, TypeDescription};
 pub use engine::limits;
 pub use engine::plan::{arg, CallPlan};
 pub use engine::typed::{CArg, CArgs, CRet, TypedFn, ValueAt};

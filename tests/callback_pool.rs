@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use nccl_trampoline::{Callback, Error, Signature, Type};
+use nccl_trampoline::{Callback, Error, Signature, Type, TypedCallback};
 
 fn call(cb: &Callback) -> i64 {
     // SAFETY: every callback here is `int64_t (void)`.
@@ -49,6 +49,8 @@ fn the_pool_holds_its_stated_size_refuses_one_more_and_reuses_a_released_entry()
     assert_eq!(again.pool_index(), index);
     assert_eq!(call(&again), -1);
     assert_eq!(Callback::new(&sig, |_, _| {}).unwrap_err(), Error::CallbackPoolExhausted { size: 256 });
+    // The typed form takes its entries from the same pool.
+    assert_eq!(TypedCallback::new(|| -> i64 { 0 }).unwrap_err(), Error::CallbackPoolExhausted { size: 256 });
 
     // All released: every entry is free again, and released entries are reused oldest first.
     let first = held[0].pool_index();

@@ -764,40 +764,6 @@ fn the_views_refuse_wrong_reads_and_results_with_typed_errors() {
     );
 }
 
-/// Runs this test binary again with only the test `name` and `env` set. Under qemu-user the host
-/// kernel cannot exec an AArch64 or riscv64 child (no binfmt_misc) and the failed exec shows only
-/// as status 127 with no output (tests/real_nccl.rs): that case runs again through qemu, with the
-/// runner's arguments (.cargo/config.toml; `-cpu max` keeps BTI and PAC on).
-fn rerun_self(name: &str, env: (&str, &str)) -> std::process::Output {
-    let exe = std::env::current_exe().unwrap();
-    let args = ["--exact", name, "--nocapture", "--test-threads=1"];
-    let run = |program: &std::ffi::OsStr, pre: &[&str]| {
-        std::process::Command::new(program)
-            .args(pre)
-            .arg(&exe)
-            .args(args)
-            .env(env.0, env.1)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
-    };
-    let out = run(exe.as_os_str(), &[]);
-    let exec_failed = out.status.code() == Some(127) && out.stdout.is_empty() && out.stderr.is_empty();
-    let qemu = if cfg!(target_arch = "aarch64") {
-        Some(("qemu-aarch64", &["-cpu", "max", "-L", "/usr/aarch64-linux-gnu"][..]))
-    } else if cfg!(target_arch = "riscv64") {
-        Some(("qemu-riscv64", &["-L", "/usr/riscv64-linux-gnu"][..]))
-    } else {
-        None
-    };
-    match qemu {
-        Some((default, pre)) if exec_failed => {
-            let qemu = std::env::var("NCCL_TRAMPOLINE_TEST_QEMU").unwrap_or_else(|_| default.into());
-            run(qemu.as_ref(), pre)
-        }
-        _ => out,
-    }
-}
-
 /// A handler that panics, or a callback called after its drop, ends the process with a message
 /// (never unwinding into C, never running freed state). Each runs in a child process: this
 /// test's executable, filtered to this test, with `NT_CALLBACK_CHILD` naming the case.
@@ -820,7 +786,8 @@ fn panics_and_calls_after_drop_abort_with_a_message() {
     for (case, expected) in
         [("panic", "the handler of callback entry"), ("after_drop", "was called after its Callback was dropped")]
     {
-        let out = rerun_self("panics_and_calls_after_drop_abort_with_a_message", ("NT_CALLBACK_CHILD", case));
+        let out =
+            common::rerun_self("panics_and_calls_after_drop_abort_with_a_message", &[("NT_CALLBACK_CHILD", case)]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(out.status.signal(), Some(6), "{case}: not SIGABRT: {:?}\n{stderr}", out.status);

@@ -2,7 +2,9 @@
 //! calls through plans for every shape class (registers, stack arguments, private copies,
 //! indirect results), through every entry (the checked walk and line bodies of `CallPlan::call`,
 //! the typed walks and word bodies of typed bindings and `call_words`). The call core's error is
-//! `Copy` and a call that fails allocates nothing either. Allocations are counted per thread, so
+//! `Copy` and a call that fails allocates nothing either. A callback call (dynamic and typed, x86-64)
+//! allocates nothing in the entry, the dispatcher or the views, not even the first call on a new
+//! thread (its mark record comes from a fixed array). Allocations are counted per thread, so
 //! the tests of this file do not see each other's.
 #![cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
 
@@ -11,6 +13,7 @@ use std::cell::Cell;
 use std::ffi::c_void;
 
 use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Error, Signature, Type, TypeDescription, TypedFn};
+use nccl_trampoline::{Callback, CallbackValue, Complex, TypedCallback};
 
 struct Counting;
 
@@ -158,4 +161,72 @@ fn core_errors_do_not_allocate() {
         copied[2].map(|e| e.to_string()).as_deref(),
         Some("argument 1 is int64_t in the signature but struct of 320 bytes, alignment 8 in the binding")
     );
+}
+
+// SAFETY: bytes only: every bit pattern is valid.
+unsafe impl CallbackValue for Id {}
+
+/// Callback calls through the result kinds (one register, two vector registers, memory through
+/// the hidden address) and argument kinds (registers, a 128-byte struct on the stack), dynamic and typed, on a
+/// thread that never called a callback before: no allocation.
+#[test]
+fn callback_calls_do_not_allocate() {
+    let id_t = Type::Aggregate(Aggregate::builder().array(Type::U8, 128).build().unwrap());
+    let big_t = Type::Aggregate(Aggregate::builder().array(Type::I64, 40).build().unwrap());
+    let dynamic = Callback::new(
+        &Signature::new(vec![Type::Pointer, Type::I32, id_t, Type::I32], Some(Type::I32)).unwrap(),
+        |a, r| {
+            let mut id = [0u8; 128];
+            a.read_bytes(2, &mut id).unwrap();
+            r.set(a.get::<i32>(1).unwrap() + a.get::<i32>(3).unwrap() + i32::from(id[0]) + i32::from(id[127])).unwrap();
+        },
+    )
+    .unwrap();
+    let dynamic_big = Callback::new(&Signature::new(vec![Type::I64, Type::F64], Some(big_t)).unwrap(), |a, r| {
+        let v = a.get::<i64>(0).unwrap() + a.get::<f64>(1).unwrap() as i64;
+        let mut bytes = [0u8; 320];
+        for chunk in bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&v.to_ne_bytes());
+        }
+        r.set_bytes(&bytes).unwrap();
+    })
+    .unwrap();
+    let typed = TypedCallback::new(|comm: *mut c_void, n: i32, id: Id, rank: i32| -> i32 {
+        let _ = comm;
+        n + rank + i32::from(id.0[0]) + i32::from(id.0[127])
+    })
+    .unwrap();
+    let typed_pair =
+        TypedCallback::new(|a: i128, x: Complex<f64>| -> Complex<f64> { Complex { re: x.re + a as f64, im: x.im } })
+            .unwrap();
+    // SAFETY: the entries have exactly these signatures.
+    let (f1, f2) = unsafe {
+        (
+            std::mem::transmute::<*const c_void, extern "C" fn(*mut c_void, i32, Id, i32) -> i32>(dynamic.as_ptr()),
+            std::mem::transmute::<*const c_void, extern "C" fn(i64, f64) -> Big>(dynamic_big.as_ptr()),
+        )
+    };
+    let (t1, t2) = (typed.as_fn(), typed_pair.as_fn());
+    let mut id = Id([0; 128]);
+    id.0[0] = 5;
+    id.0[127] = 7;
+    let x = Complex { re: 2.5, im: -1.0 };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let before = allocations();
+            let mut sum = 0i64;
+            for _ in 0..1000 {
+                sum += i64::from(f1(std::ptr::null_mut(), 2, id, 1));
+                sum += f2(3, 4.0).0[39];
+                // SAFETY: the callbacks live.
+                unsafe {
+                    sum += i64::from(t1(std::ptr::null_mut(), 2, id, 1));
+                    sum += t2(1 << 70, x).im as i64;
+                }
+            }
+            let after = allocations();
+            assert_eq!(after - before, 0, "allocations during 4000 callback calls");
+            assert_eq!(sum, 1000 * (15 + 7 + 15 - 1));
+        });
+    });
 }

@@ -239,6 +239,21 @@ pub enum Error {
         /// The pool's size ([`Callback::POOL_SIZE`](crate::Callback::POOL_SIZE)).
         size: usize,
     },
+    /// A typed callback's argument or result type whose Rust layout is not its C type's (a
+    /// wrong `CArg` implementation of a `#[repr(C)]` struct).
+    #[error("the {position} of a typed callback is {c_size} bytes aligned to {c_align} in C but {rust_size} bytes aligned to {rust_align} in Rust")]
+    CallbackLayout {
+        /// Which argument, or the result.
+        position: Position,
+        /// `sizeof` the C type.
+        c_size: usize,
+        /// `_Alignof` the C type.
+        c_align: usize,
+        /// `size_of` the Rust type.
+        rust_size: usize,
+        /// `align_of` the Rust type.
+        rust_align: usize,
+    },
     /// A callback's handler asked for an argument the signature does not have.
     #[error("argument {index} does not exist: the signature has {count}")]
     ArgumentIndex {
@@ -319,6 +334,24 @@ impl fmt::Display for TypeDescription {
             TypeDescription::Scalar(name) => f.write_str(name),
             TypeDescription::Struct { size, align } => write!(f, "struct of {size} bytes, alignment {align}"),
             TypeDescription::TypedResult => f.write_str("a result typed calls return (not a struct or long double)"),
+        }
+    }
+}
+
+/// A value of a signature: an argument (by index) or the result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// Argument `n`, from 0.
+    Argument(usize),
+    /// The result.
+    Result,
+}
+
+impl core::fmt::Display for Position {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Position::Argument(n) => write!(f, "argument {n}"),
+            Position::Result => f.write_str("result"),
         }
     }
 }

@@ -313,3 +313,37 @@ pub fn check_plan_call(
     }
     Ok(())
 }
+
+/// Runs this test binary again with only the test `name`, `env` set. Under qemu-user the host
+/// kernel cannot exec an AArch64 or riscv64 child (no binfmt_misc) and the failed exec shows only
+/// as status 127 with no output (tests/real_nccl.rs): that case runs again through qemu, with the
+/// runner's arguments (.cargo/config.toml; `-cpu max` keeps BTI and PAC on).
+pub fn rerun_self(name: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let exe = std::env::current_exe().unwrap();
+    let args = ["--exact", name, "--nocapture", "--test-threads=1"];
+    let run = |program: &std::ffi::OsStr, pre: &[&str]| {
+        std::process::Command::new(program)
+            .args(pre)
+            .arg(&exe)
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+    };
+    let out = run(exe.as_os_str(), &[]);
+    let exec_failed = out.status.code() == Some(127) && out.stdout.is_empty() && out.stderr.is_empty();
+    let qemu = if cfg!(target_arch = "aarch64") {
+        Some(("qemu-aarch64", &["-cpu", "max", "-L", "/usr/aarch64-linux-gnu"][..]))
+    } else if cfg!(target_arch = "riscv64") {
+        Some(("qemu-riscv64", &["-L", "/usr/riscv64-linux-gnu"][..]))
+    } else {
+        None
+    };
+    match qemu {
+        Some((default, pre)) if exec_failed => {
+            let qemu = std::env::var("NCCL_TRAMPOLINE_TEST_QEMU").unwrap_or_else(|_| default.into());
+            run(qemu.as_ref(), pre)
+        }
+        _ => out,
+    }
+}

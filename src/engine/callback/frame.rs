@@ -144,6 +144,33 @@ mod x86_64 {
         pub(crate) fn indirect_result_register(&self) -> Option<u64> {
             None
         }
+
+        /// Where the register at `loc` is saved: its byte offset in the record (`None` for a
+        /// stack location), for readers that compute their places once (the typed form).
+        pub(crate) fn register_offset(loc: Loc) -> Option<usize> {
+            match loc {
+                Loc::Int(n) => Some(offset_of!(Record, int) + 8 * usize::from(n)),
+                Loc::Vec(n) => Some(offset_of!(Record, vec) + 16 * usize::from(n)),
+                Loc::Stack(_) => None,
+            }
+        }
+
+        /// The byte offset of the integer or vector result register `reg` in the record
+        /// (`None` for an x87 register, which [`result_register`](Record::result_register)
+        /// fills).
+        pub(crate) fn result_offset(reg: RetReg) -> Option<usize> {
+            match reg {
+                RetReg::Int(n) => Some(offset_of!(Record, ret_int) + 8 * usize::from(n)),
+                RetReg::Vec(n) => Some(offset_of!(Record, ret_vec) + 16 * usize::from(n)),
+                RetReg::X87(_) => None,
+            }
+        }
+
+        /// Before a result placed in its registers only: nothing to push on the x87 stack, the
+        /// one result field the stub always acts on that such a result does not set.
+        pub(crate) fn reset_other_results(&mut self) {
+            self.x87 = 0;
+        }
     }
 
     fn bytes_of_mut(word: &mut u64) -> &mut [u8] {
@@ -256,6 +283,29 @@ mod aarch64 {
         pub(crate) fn stack_args(&self) -> *const u8 {
             self.stack
         }
+
+        /// Where the register at `loc` is saved: its byte offset in the record (`None` for a
+        /// stack location), for readers that compute their places once (the typed form).
+        pub(crate) fn register_offset(loc: Loc) -> Option<usize> {
+            match loc {
+                Loc::Int(n) => Some(offset_of!(Record, int) + 8 * usize::from(n)),
+                Loc::Vec(n) => Some(offset_of!(Record, vec) + 16 * usize::from(n)),
+                Loc::Stack(_) => None,
+            }
+        }
+
+        /// The byte offset of the result register `reg` in the record.
+        pub(crate) fn result_offset(reg: RetReg) -> Option<usize> {
+            match reg {
+                RetReg::Int(n) => Some(offset_of!(Record, ret_int) + 8 * usize::from(n)),
+                RetReg::Vec(n) => Some(offset_of!(Record, ret_vec) + 16 * usize::from(n)),
+                RetReg::X87(_) => None,
+            }
+        }
+
+        /// Before a result placed in its registers only: nothing else to reset (the other
+        /// result registers are scratch to the caller, AAPCS64 6.1.1).
+        pub(crate) fn reset_other_results(&mut self) {}
     }
 }
 
@@ -370,6 +420,31 @@ mod riscv64 {
         pub(crate) fn stack_args(&self) -> *const u8 {
             self.stack
         }
+
+        /// Where the register at `loc` is saved: its byte offset in the record (`None` for a
+        /// stack location), for readers that compute their places once (the typed form).
+        pub(crate) fn register_offset(loc: Loc) -> Option<usize> {
+            match loc {
+                Loc::Int(n) => Some(offset_of!(Record, int) + 8 * usize::from(n)),
+                Loc::Vec(n) => Some(offset_of!(Record, vec) + 8 * usize::from(n)),
+                Loc::Stack(_) => None,
+            }
+        }
+
+        /// The byte offset of the integer result register `reg` in the record. `None` for an
+        /// f register: a float there must keep its NaN box, which the general placement
+        /// ([`clear_result`](Record::clear_result), then the value's bytes) keeps and a whole
+        /// word written at once would not.
+        pub(crate) fn result_offset(reg: RetReg) -> Option<usize> {
+            match reg {
+                RetReg::Int(n) => Some(offset_of!(Record, ret_int) + 8 * usize::from(n)),
+                RetReg::Vec(_) | RetReg::X87(_) => None,
+            }
+        }
+
+        /// Before a result placed in its registers only: nothing else to reset (the other
+        /// result registers are scratch to the caller).
+        pub(crate) fn reset_other_results(&mut self) {}
     }
 }
 
@@ -413,6 +488,15 @@ mod none {
             match *self {}
         }
         pub(crate) fn stack_args(&self) -> *const u8 {
+            match *self {}
+        }
+        pub(crate) fn register_offset(_loc: Loc) -> Option<usize> {
+            None
+        }
+        pub(crate) fn result_offset(_reg: RetReg) -> Option<usize> {
+            None
+        }
+        pub(crate) fn reset_other_results(&mut self) {
             match *self {}
         }
     }

@@ -7,6 +7,8 @@
 //! - `view`: the handler's checked views of its arguments and result;
 //! - `va`: the variable arguments of a variadic callback, read by each ABI's `va_arg` rules
 //!   (pure Rust over the record's saved registers and the caller's stack, every ABI);
+//! - `typed`: the typed form, [`TypedCallback`]: a Rust closure of C types, no per-call checks;
+//! - `running`: which calls are running, so that a drop waits for exactly its entry's calls;
 //! - here: the object, the pool of assembly entries it takes one from, and the dispatcher
 //!   every entry reaches.
 //!
@@ -18,15 +20,21 @@
 
 pub(crate) mod frame;
 pub(crate) mod plan;
+#[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
+mod running;
+pub(crate) mod typed;
 pub(crate) mod va;
 pub(crate) mod view;
 
+use core::any::Any;
 use core::ffi::c_void;
 use core::fmt;
 
 use crate::engine::error::Error;
 use crate::engine::types::Signature;
+use frame::Record;
 use plan::CallbackPlan;
+pub use typed::{CallbackArgTypes, CallbackFn, CallbackReturn, CallbackValue, TypedCallback};
 pub use va::{CVaList, VaList};
 pub use view::{CValue, CallbackArgs, CallbackResult};
 
@@ -45,12 +53,39 @@ pub const POOL_SIZE: usize = crate::engine::layout::CB_POOL as usize;
 #[cfg(not(nccl_trampoline_callbacks))]
 pub const POOL_SIZE: usize = 0;
 
+/// True when callback calls synchronise with drops through Linux's `membarrier`
+/// (`MEMBARRIER_CMD_PRIVATE_EXPEDITED`): a call then stores a mark and pays no locked
+/// instruction. False before the first callback is made, where the kernel refuses the barrier,
+/// and with `NCCL_TRAMPOLINE_NO_MEMBARRIER` set in the environment (then each call pays one full
+/// fence). See docs/adr/0025-callbacks.md, "The call path's synchronisation".
+pub fn uses_membarrier() -> bool {
+    running::asymmetric()
+}
+
 /// What a slot of the pool points to while its callback lives.
 #[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
 struct State {
     plan: CallbackPlan,
     signature: Signature,
-    handler: Box<Handler>,
+    /// Runs one call on the record: the dynamic form's views around its handler
+    /// (`pool::run::<F>`), or a typed callback's monomorphised reads and writes
+    /// (`typed::invoke`). Made together with `handler`, whose concrete type it knows.
+    invoke: unsafe fn(&State, &mut Record),
+    /// The handler, of the type `invoke` was instantiated for.
+    handler: Box<dyn Any + Send + Sync>,
+}
+
+impl State {
+    /// The handler as the `H` it was made with.
+    ///
+    /// # Safety
+    ///
+    /// `H` is the handler's concrete type: `invoke` was instantiated for it (the only caller).
+    #[inline(always)]
+    unsafe fn handler<H>(&self) -> &H {
+        // SAFETY: the caller's contract; a thin pointer to the box's contents.
+        unsafe { &*(&*self.handler as *const (dyn Any + Send + Sync)).cast::<H>() }
+    }
 }
 
 /// A C function pointer that calls a Rust handler, valid while this object lives.
@@ -118,13 +153,27 @@ impl Callback {
         {
             let abi = crate::abi::Abi::native().ok_or(Error::CallbacksUnsupported { target: crate::engine::TARGET })?;
             let plan = CallbackPlan::new(abi, signature)?;
-            let state = Box::new(State { plan, signature: signature.clone(), handler: Box::new(handler) });
-            let (index, state, code) = pool::take(state)?;
-            Ok(Callback { index, code, state })
+            let invoke: unsafe fn(&State, &mut Record) = pool::run::<F>;
+            Callback::from_state(State { plan, signature: signature.clone(), invoke, handler: Box::new(handler) })
         }
         #[cfg(not(nccl_trampoline_callbacks))]
         {
             let _ = (signature, handler, CallbackPlan::new);
+            Err(Error::CallbacksUnsupported { target: crate::engine::TARGET })
+        }
+    }
+
+    /// Takes a pool entry for `state`.
+    #[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
+    fn from_state(state: State) -> Result<Callback, Error> {
+        #[cfg(nccl_trampoline_callbacks)]
+        {
+            let (index, state, code) = pool::take(Box::new(state))?;
+            Ok(Callback { index, code, state })
+        }
+        #[cfg(not(nccl_trampoline_callbacks))]
+        {
+            let _ = state;
             Err(Error::CallbacksUnsupported { target: crate::engine::TARGET })
         }
     }
@@ -188,26 +237,26 @@ fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
 #[cfg(nccl_trampoline_callbacks)]
 mod pool {
     use core::ffi::c_void;
-    use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
+    use core::sync::atomic::{AtomicPtr, Ordering};
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
     use super::frame::Record;
     use super::plan::ResultSink;
+    use super::running;
     use super::view::{CallbackArgs, CallbackResult};
     use super::{fatal, panic_message, State, POOL_SIZE};
     use crate::engine::error::Error;
     use crate::engine::layout::{T_CB_ENTRY, T_CB_INSTALL};
 
-    /// One pool entry's slot: the state of the callback holding it (null while free), and the
-    /// calls running in it.
+    /// One pool entry's slot: the state of the callback holding it (null while free). Which
+    /// calls run in it is `running`'s.
     struct Slot {
         state: AtomicPtr<State>,
-        active: AtomicUsize,
     }
 
     #[allow(clippy::declare_interior_mutable_const)]
-    const FREE_SLOT: Slot = Slot { state: AtomicPtr::new(core::ptr::null_mut()), active: AtomicUsize::new(0) };
+    const FREE_SLOT: Slot = Slot { state: AtomicPtr::new(core::ptr::null_mut()) };
     static SLOTS: [Slot; POOL_SIZE] = [FREE_SLOT; POOL_SIZE];
 
     /// The free entries, oldest release first; filled, and the dispatcher installed, on first use.
@@ -236,26 +285,25 @@ mod pool {
                     );
                     install(dispatch);
                 }
+                running::install();
                 free.queue.extend(0..POOL_SIZE);
                 free.installed = true;
             }
             free.queue.pop_front().ok_or(Error::CallbackPoolExhausted { size: POOL_SIZE })?
         };
         let state = Box::into_raw(state);
-        SLOTS[index].state.store(state, SeqCst);
+        SLOTS[index].state.store(state, Ordering::SeqCst);
         Ok((index, state, table[T_CB_ENTRY as usize + index] as *const c_void))
     }
 
     /// Empties slot `index`, waits for its running calls, frees `state` and queues the entry.
     pub(super) fn give_back(index: usize, state: *const State) {
         let slot = &SLOTS[index];
-        let old = slot.state.swap(core::ptr::null_mut(), SeqCst);
+        let old = slot.state.swap(core::ptr::null_mut(), Ordering::SeqCst);
         debug_assert_eq!(old.cast_const(), state);
-        // A call that found the state counted itself in `active` first (both SeqCst): once the
-        // slot is empty and `active` is zero, no call holds the state any more.
-        while slot.active.load(SeqCst) != 0 {
-            std::thread::yield_now();
-        }
+        // A call marks itself running before it loads the state: once the slot is empty and no
+        // call of this entry is marked, no call holds the state any more (running.rs).
+        running::wait_for(index);
         // SAFETY: made by Box::into_raw in `take`; no call holds it (above) and the Callback
         // that owned it is being dropped.
         drop(unsafe { Box::from_raw(old) });
@@ -275,16 +323,19 @@ mod pool {
         let Some(slot) = SLOTS.get(index) else {
             fatal(format_args!("callback entry {index} is outside the pool of {POOL_SIZE}"))
         };
-        slot.active.fetch_add(1, SeqCst);
-        let state = slot.state.load(SeqCst);
+        let running = running::enter(index);
+        let state = slot.state.load(Ordering::Acquire);
         if state.is_null() {
             fatal(format_args!("callback entry {index} was called after its Callback was dropped"));
         }
-        // SAFETY: not null, so the slot's callback is alive, and it is not freed before
-        // `active` drops back (give_back waits).
+        // SAFETY: not null, so the slot's callback is alive, and it is not freed before this
+        // call's mark is cleared (give_back waits for it, running.rs).
         let state = unsafe { &*state };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(state, record)));
-        slot.active.fetch_sub(1, SeqCst);
+        // SAFETY: `invoke` was made with the state, for this signature; the record is the
+        // live one of a call C made with it (the Callback's contract with C).
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (state.invoke)(state, record) }));
+        drop(running);
         if let Err(payload) = outcome {
             fatal(format_args!(
                 "the handler of callback entry {index} panicked ({}); a panic must not unwind into the C caller",
@@ -293,13 +344,23 @@ mod pool {
         }
     }
 
-    /// Runs the handler on the record and places its result.
-    fn run(state: &State, record: &mut Record) {
+    /// The dynamic form's `invoke`: runs the handler `F` on the record through the checked views
+    /// and places its result.
+    ///
+    /// # Safety
+    ///
+    /// `state.handler` is an `F`; the record is the live one of a call with `state`'s signature.
+    pub(super) unsafe fn run<F>(state: &State, record: &mut Record)
+    where
+        F: Fn(&CallbackArgs<'_>, &mut CallbackResult<'_>) + Send + Sync + 'static,
+    {
+        // SAFETY: the function's contract.
+        let handler = unsafe { state.handler::<F>() };
         // Register results are at most 64 bytes (AAPCS64: an HFA of four long doubles in
-        // q0..q3; x86-64's largest is 32, a `_Complex long double`).
+        // q0..q3; x86-64's largest is 32, a `_Complex long double`), then zeros.
         #[repr(C, align(16))]
-        struct Buffer([u8; 64]);
-        let mut buffer = Buffer([0; 64]);
+        struct Buffer([u8; super::typed::RESULT_BUFFER]);
+        let mut buffer = Buffer([0; super::typed::RESULT_BUFFER]);
         let ty = state.signature.ret();
         let dst = match state.plan.result {
             ResultSink::Memory { from } => {
@@ -319,17 +380,16 @@ mod pool {
         {
             let args = CallbackArgs { record: &*record, plan: &state.plan, signature: &state.signature };
             let mut result = CallbackResult { dst, ty };
-            (state.handler)(&args, &mut result);
+            handler(&args, &mut result);
         }
-        record.clear_result();
         match &state.plan.result {
-            ResultSink::Void => {}
-            ResultSink::Memory { .. } => *record.first_int_result() = dst as usize as u64,
+            ResultSink::Void => record.clear_result(),
+            ResultSink::Memory { .. } => {
+                record.clear_result();
+                *record.first_int_result() = dst as usize as u64
+            }
             ResultSink::Regs { pieces, extend } => {
-                for p in pieces {
-                    let (at, len) = (p.dst as usize, p.len as usize);
-                    record.result_register(p.from)[..len].copy_from_slice(&buffer.0[at..at + len]);
-                }
+                super::typed::place_register_result(pieces, &buffer.0, record);
                 if let (Some(signed), Some(p)) = (extend, pieces.first()) {
                     let word = record.first_int_result();
                     let bits = 8 * p.len;

@@ -120,6 +120,13 @@ impl CallbackArgs<'_> {
         if *ty != want {
             return Err(Error::CallbackArgumentType { index, expected: ty.description(), got: want.description() });
         }
+        if let [p] = self.plan.args[index][..] {
+            if p.dst == 0 && !p.by_reference && p.len as usize == core::mem::size_of::<T>() {
+                // SAFETY: the whole value at one location of the live record (as in read_bytes),
+                // of T's size; every bit pattern is a valid T (CValue).
+                return Ok(unsafe { self.record.arg_location(p.from).cast::<T>().read_unaligned() });
+            }
+        }
         let mut value = MaybeUninit::<T>::zeroed();
         // SAFETY: T's C type is the argument's (checked), so size_of::<T>() is its size (the
         // CArg contract); the slice covers the whole value.
@@ -156,7 +163,7 @@ impl CallbackResult<'_> {
                 // SAFETY: `dst` is valid for writes of the result's size (the dispatcher's
                 // buffer or the caller's result memory), which is size_of::<T>() (the CArg
                 // contract for the checked type).
-                unsafe { core::ptr::copy_nonoverlapping((&value as *const T).cast::<u8>(), self.dst, ty.size()) };
+                unsafe { self.dst.cast::<T>().write_unaligned(value) };
                 Ok(())
             }
             ty => Err(Error::CallbackResultType {

@@ -1,0 +1,648 @@
+//! The typed form of callbacks: a Rust closure of C types, `Fn(A0, A1, ..) -> R`, bound once to a
+//! pool entry (docs/adr/0025-callbacks.md, "The typed form"). The signature comes from the
+//! types, the plan is made once, and each call runs a dispatch monomorphised for the closure's
+//! type: every argument is read straight from the place the plan found for it in the record (one
+//! load for a value in one register or one stack slot), the closure is called, and its result is
+//! written into the result registers (or the caller's memory). No per-call check: the types were
+//! matched to the signature when the callback was made, because the signature was made from them.
+//!
+//! ```
+//! use nccl_trampoline::TypedCallback;
+//!
+//! # if nccl_trampoline::Callback::POOL_SIZE == 0 { return Ok(()); }
+//! let offset = 10;
+//! let add = TypedCallback::new(move |a: i32, b: f64| -> f64 { f64::from(a + offset) * b })?;
+//! let f: unsafe extern "C" fn(i32, f64) -> f64 = add.as_fn();
+//! // SAFETY: `add` lives; C would call `f` the same way.
+//! assert_eq!(unsafe { f(2, 0.5) }, 6.0);
+//! # Ok::<(), nccl_trampoline::Error>(())
+//! ```
+//!
+//! Types without a C meaning, or that not every bit pattern makes valid, are refused when the
+//! program is built:
+//!
+//! ```compile_fail
+//! // `bool` is not a C value a callback may receive (C may pass any byte).
+//! let _ = nccl_trampoline::TypedCallback::new(|b: bool| -> i32 { b as i32 });
+//! ```
+//!
+//! ```compile_fail
+//! // `NonNull` cannot hold the null pointer C may pass.
+//! let _ = nccl_trampoline::TypedCallback::new(|p: core::ptr::NonNull<u8>| -> i32 { 0 });
+//! ```
+//!
+//! ```compile_fail
+//! // A `String` is no C result.
+//! let _ = nccl_trampoline::TypedCallback::new(|n: i32| -> String { n.to_string() });
+//! ```
+//!
+//! ```compile_fail
+//! // More arguments than the typed call path's 12.
+//! let _ = nccl_trampoline::TypedCallback::new(
+//!     |a: i32, b: i32, c: i32, d: i32, e: i32, f: i32, g: i32, h: i32, i: i32, j: i32, k: i32, l: i32, m: i32| -> i32 { a },
+//! );
+//! ```
+//!
+//! ```compile_fail
+//! // A closure borrowing a local: C may call the pointer from any thread at any time while the
+//! // callback lives, so the handler must be `'static` (and `Send + Sync`).
+//! let scale = 3;
+//! let r = &scale;
+//! let _ = nccl_trampoline::TypedCallback::new(|a: i32| -> i32 { a * *r });
+//! ```
+//!
+//! The same closures with C types compile:
+//!
+//! ```
+//! let scale = 3;
+//! let _ = nccl_trampoline::TypedCallback::new(move |a: i32| -> i32 { a * scale });
+//! let _ = nccl_trampoline::TypedCallback::new(
+//!     |a: i32, b: i32, c: i32, d: i32, e: i32, f: i32, g: i32, h: i32, i: i32, j: i32, k: i32, l: i32| -> i32 { a },
+//! );
+//! let _ = nccl_trampoline::TypedCallback::new(|p: *const u8| -> *const u8 { p });
+//! ```
+
+use core::ffi::c_void;
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::{align_of, size_of, MaybeUninit};
+
+use super::frame::Record;
+use super::plan::{CallbackPlan, Piece, ResultSink};
+use super::{CValue, Callback, State};
+use crate::abi::{Loc, RetPiece};
+use crate::engine::error::{Error, Position};
+use crate::engine::typed::CArg;
+use crate::engine::types::{Signature, Type};
+
+/// A Rust type a typed callback receives from C or returns to C.
+///
+/// Implemented for every [`CValue`] (the integers, `f32`, `f64`, raw pointers, `i128`/`u128`,
+/// [`LongDouble`](crate::LongDouble), [`Complex`](crate::Complex)); implement it for a
+/// `#[repr(C)]` struct passed or returned by value, after [`CArg`].
+///
+/// # Safety
+///
+/// [`CArg::c_type`] describes `Self` exactly (size, alignment, field offsets and types), and
+/// every bit pattern a C caller may pass for that C type (every byte of a field, any padding)
+/// is a valid `Self`: no `bool`, `char`, enum, reference or `NonNull` fields.
+pub unsafe trait CallbackValue: CArg + Copy + 'static {}
+
+// SAFETY: CValue's contract is this one, for the types it is sealed to.
+unsafe impl<T: CValue + 'static> CallbackValue for T {}
+
+/// The result type of a typed callback: `()` for `void`, or a [`CallbackValue`].
+pub trait CallbackReturn: Sized + 'static {
+    /// The C result type (`None` for `void`).
+    fn c_type() -> Option<Type>;
+}
+
+impl CallbackReturn for () {
+    fn c_type() -> Option<Type> {
+        None
+    }
+}
+
+impl<T: CallbackValue> CallbackReturn for T {
+    fn c_type() -> Option<Type> {
+        Some(T::c_type())
+    }
+}
+
+mod sealed {
+    use super::{ArgPlace, Record};
+
+    /// The arguments of one call, read in order; `SIMPLE`: every place is
+    /// [`ArgPlace::Whole`] (checked when the callback was made), so no piece is ever copied.
+    pub struct Args<'a, const SIMPLE: bool> {
+        pub(super) record: &'a Record,
+        pub(super) places: &'a [ArgPlace],
+        pub(super) next: usize,
+    }
+
+    /// Reads the arguments and calls the handler.
+    pub trait Invoke<A, R> {
+        /// # Safety
+        ///
+        /// `args` has one place per argument of `A`, made for `A`'s types, and its record is the
+        /// live one of a call with that signature.
+        unsafe fn invoke<const SIMPLE: bool>(&self, args: Args<'_, SIMPLE>) -> R;
+    }
+
+    pub trait Tuple {}
+}
+use sealed::{Args, Invoke};
+
+/// The argument types of a typed callback: a tuple of [`CallbackValue`]s, `()` for none, up to
+/// 12 (the typed call path's arity). Sealed.
+pub trait CallbackArgTypes: sealed::Tuple + 'static {
+    /// The C function pointer type of a callback taking these arguments and returning `R`:
+    /// `unsafe extern "C" fn(A0, A1, ..) -> R`.
+    type CFn<R: CallbackReturn>: Copy;
+
+    /// The C types, in order.
+    fn types() -> Vec<Type>;
+
+    /// `(size_of, align_of)` of each type, in order.
+    fn layouts() -> Vec<(usize, usize)>;
+
+    /// `code` as the C function pointer type.
+    ///
+    /// # Safety
+    ///
+    /// `code` is the address of a function with this signature.
+    unsafe fn c_fn<R: CallbackReturn>(code: *const c_void) -> Self::CFn<R>;
+}
+
+/// A handler a typed callback runs: any `Fn(A0, A1, ..) -> R + Send + Sync + 'static` of
+/// [`CallbackValue`] arguments (up to 12) and a [`CallbackReturn`] result. Implemented for every
+/// such closure and function; the closure's parameter types must be written out (or inferred from
+/// a function item), since they make the C signature.
+pub trait CallbackFn<A, R>: Invoke<A, R> + Send + Sync + 'static {}
+
+impl<const SIMPLE: bool> Args<'_, SIMPLE> {
+    /// The next argument, as `T`.
+    ///
+    /// # Safety
+    ///
+    /// The place at `next` exists and was made for `T`'s C type; the record is live.
+    #[inline(always)]
+    unsafe fn next<T: CallbackValue>(&mut self) -> T {
+        // SAFETY: the caller's contract: one place per argument.
+        let place = unsafe { self.places.get_unchecked(self.next) };
+        self.next += 1;
+        // SAFETY: the caller's contract (with SIMPLE, the place is whole).
+        unsafe {
+            if SIMPLE {
+                place.read_whole::<T>(self.record)
+            } else {
+                place.read::<T>(self.record)
+            }
+        }
+    }
+}
+
+macro_rules! arities {
+    ($(($($a:ident),*)),* $(,)?) => {
+        $(
+            impl<$($a: CallbackValue),*> sealed::Tuple for ($($a,)*) {}
+
+            impl<$($a: CallbackValue),*> CallbackArgTypes for ($($a,)*) {
+                type CFn<R: CallbackReturn> = unsafe extern "C" fn($($a),*) -> R;
+
+                fn types() -> Vec<Type> {
+                    vec![$($a::c_type()),*]
+                }
+
+                fn layouts() -> Vec<(usize, usize)> {
+                    vec![$((size_of::<$a>(), align_of::<$a>())),*]
+                }
+
+                unsafe fn c_fn<R: CallbackReturn>(code: *const c_void) -> Self::CFn<R> {
+                    // SAFETY: a code address is the size of a function pointer; its signature
+                    // is the caller's contract.
+                    unsafe { core::mem::transmute::<*const c_void, Self::CFn<R>>(code) }
+                }
+            }
+
+            impl<F, R, $($a),*> Invoke<($($a,)*), R> for F
+            where
+                F: Fn($($a),*) -> R,
+                R: CallbackReturn,
+                $($a: CallbackValue),*
+            {
+                #[inline(always)]
+                #[allow(unused_mut, unused_variables, non_snake_case)]
+                unsafe fn invoke<const SIMPLE: bool>(&self, mut args: Args<'_, SIMPLE>) -> R {
+                    // SAFETY: the caller's contract: a place per argument, in order (the
+                    // evaluation order of the lets below is the arguments').
+                    $(let $a = unsafe { args.next::<$a>() };)*
+                    self($($a),*)
+                }
+            }
+
+            impl<F, R, $($a),*> CallbackFn<($($a,)*), R> for F
+            where
+                F: Fn($($a),*) -> R + Send + Sync + 'static,
+                R: CallbackReturn,
+                $($a: CallbackValue),*
+            {
+            }
+        )*
+    };
+}
+
+arities! {
+    (),
+    (A0),
+    (A0, A1),
+    (A0, A1, A2),
+    (A0, A1, A2, A3),
+    (A0, A1, A2, A3, A4),
+    (A0, A1, A2, A3, A4, A5),
+    (A0, A1, A2, A3, A4, A5, A6),
+    (A0, A1, A2, A3, A4, A5, A6, A7),
+    (A0, A1, A2, A3, A4, A5, A6, A7, A8),
+    (A0, A1, A2, A3, A4, A5, A6, A7, A8, A9),
+    (A0, A1, A2, A3, A4, A5, A6, A7, A8, A9, A10),
+    (A0, A1, A2, A3, A4, A5, A6, A7, A8, A9, A10, A11),
+}
+
+/// Where one argument arrives, computed once from the plan.
+#[derive(Debug)]
+pub(crate) enum ArgPlace {
+    /// The whole value at one place: a saved register (or two adjacent saved integer registers,
+    /// which the record holds in order), at `offset` in the record; or a run of the caller's
+    /// stack arguments, at `offset` from the first.
+    Whole { stack: bool, offset: u32 },
+    /// In pieces (a struct split between an SSE and an integer register, a complex in two
+    /// vector registers, a copy behind a pointer): the plan's pieces.
+    Pieces(Box<[Piece]>),
+}
+
+impl ArgPlace {
+    fn new(pieces: &[Piece]) -> ArgPlace {
+        // Merge pieces that follow each other in the value and in the record.
+        let mut merged: Vec<Piece> = Vec::with_capacity(pieces.len());
+        for &p in pieces {
+            match merged.last_mut() {
+                Some(last) if follows(last, &p) => last.len += p.len,
+                _ => merged.push(p),
+            }
+        }
+        match merged[..] {
+            [p] if p.dst == 0 && !p.by_reference => match (p.from, Record::register_offset(p.from)) {
+                (Loc::Stack(offset), _) => ArgPlace::Whole { stack: true, offset },
+                (_, Some(offset)) => ArgPlace::Whole { stack: false, offset: offset as u32 },
+                _ => ArgPlace::Pieces(merged.into_boxed_slice()),
+            },
+            _ => ArgPlace::Pieces(merged.into_boxed_slice()),
+        }
+    }
+
+    /// The argument's value, as `T`.
+    ///
+    /// # Safety
+    ///
+    /// The place was made for `T`'s C type, and the record is the live one of a call with the
+    /// signature it was made for.
+    #[inline(always)]
+    unsafe fn read<T: CallbackValue>(&self, record: &Record) -> T {
+        match *self {
+            ArgPlace::Whole { stack, offset } => {
+                let base = if stack { record.stack_args() } else { (record as *const Record).cast::<u8>() };
+                // SAFETY: the value's bytes start there (the plan, for T's C type, of exactly
+                // T's size: CallbackValue's contract): in the record, or in the caller's stack
+                // arguments; any bit pattern is a valid T.
+                unsafe { base.add(offset as usize).cast::<T>().read_unaligned() }
+            }
+            ArgPlace::Pieces(ref pieces) => {
+                let mut value = MaybeUninit::<T>::zeroed();
+                // SAFETY: the caller's contract; the pieces lie inside T's bytes.
+                unsafe { read_pieces(pieces, record, value.as_mut_ptr().cast::<u8>()) };
+                // SAFETY: every byte initialised (zeroed, then the pieces); any pattern is valid.
+                unsafe { value.assume_init() }
+            }
+        }
+    }
+}
+
+impl ArgPlace {
+    /// [`read`](ArgPlace::read) for a place known to be whole.
+    ///
+    /// # Safety
+    ///
+    /// As `read`, and the place is [`ArgPlace::Whole`].
+    #[inline(always)]
+    unsafe fn read_whole<T: CallbackValue>(&self, record: &Record) -> T {
+        match *self {
+            // SAFETY: as in `read`.
+            ArgPlace::Whole { stack, offset } => unsafe {
+                let base = if stack { record.stack_args() } else { (record as *const Record).cast::<u8>() };
+                base.add(offset as usize).cast::<T>().read_unaligned()
+            },
+            // SAFETY: the caller's contract: never pieces.
+            ArgPlace::Pieces(_) => unsafe { core::hint::unreachable_unchecked() },
+        }
+    }
+}
+
+/// Every argument is whole at one place.
+fn places_are_whole(places: &[ArgPlace]) -> bool {
+    places.iter().all(|p| matches!(p, ArgPlace::Whole { .. }))
+}
+
+/// Copies an argument's pieces into `out` (the value's first byte): out of line and not generic,
+/// so the monomorphised dispatch stays small for the common one-place arguments.
+///
+/// # Safety
+///
+/// As [`ArgPlace::read`]; `out` is valid for writes of the whole value.
+#[inline(never)]
+unsafe fn read_pieces(pieces: &[Piece], record: &Record, out: *mut u8) {
+    for piece in pieces {
+        // SAFETY: as in CallbackArgs::read_bytes: each location holds its piece's bytes (by
+        // reference: their address), and the piece lies inside the value.
+        unsafe {
+            let mut src = record.arg_location(piece.from);
+            if piece.by_reference {
+                src = src.cast::<*const u8>().read_unaligned();
+            }
+            core::ptr::copy_nonoverlapping(src, out.add(piece.dst as usize), piece.len as usize);
+        }
+    }
+}
+
+/// `b` continues `a` both in the value and in the record: the next saved integer register after
+/// a whole one (the record keeps them in order, 8 bytes each), or the next bytes of the stack.
+fn follows(a: &Piece, b: &Piece) -> bool {
+    a.dst + a.len == b.dst
+        && !a.by_reference
+        && !b.by_reference
+        && match (a.from, b.from) {
+            (Loc::Int(x), Loc::Int(y)) => a.len == 8 && u16::from(y) == u16::from(x) + 1,
+            (Loc::Stack(x), Loc::Stack(y)) => y == x + a.len,
+            _ => false,
+        }
+}
+
+/// Where the result goes, computed once from the plan.
+#[derive(Debug)]
+enum ResultPlace {
+    Void,
+    /// A scalar of at most 8 bytes in one integer or vector register (at `offset` in the
+    /// record), extended as the plan says. Only that register is written.
+    Word {
+        offset: u32,
+        extend: Option<bool>,
+    },
+    /// Pieces in registers.
+    Regs(Box<[RetPiece]>),
+    /// Through the caller's memory, its address where the plan says.
+    Memory {
+        from: Option<Loc>,
+    },
+}
+
+impl ResultPlace {
+    fn new(sink: &ResultSink, size: usize) -> ResultPlace {
+        match sink {
+            ResultSink::Void => ResultPlace::Void,
+            ResultSink::Regs { pieces, extend } => match pieces[..] {
+                [p] if p.dst == 0 && p.len as usize == size && size <= 8 => match Record::result_offset(p.from) {
+                    Some(offset) => ResultPlace::Word { offset: offset as u32, extend: *extend },
+                    None => ResultPlace::Regs(pieces.clone().into_boxed_slice()),
+                },
+                _ => ResultPlace::Regs(pieces.clone().into_boxed_slice()),
+            },
+            ResultSink::Memory { from } => ResultPlace::Memory { from: *from },
+        }
+    }
+
+    /// Places `value` as the call's result.
+    ///
+    /// # Safety
+    ///
+    /// The place was made for `R`'s C type; the record is the live one of a call with the
+    /// signature, so a hidden result address is the caller's memory for an `R`.
+    #[inline(always)]
+    unsafe fn write<R: CallbackReturn>(&self, value: R, record: &mut Record) {
+        match self {
+            ResultPlace::Void => record.clear_result(),
+            ResultPlace::Word { offset, extend } => {
+                let mut word = 0u64;
+                if size_of::<R>() <= 8 {
+                    // SAFETY: R fits the word (checked just above, at compile time).
+                    unsafe { (&mut word as *mut u64).cast::<R>().write_unaligned(value) };
+                }
+                let bits = 8 * size_of::<R>() as u32;
+                if bits < 64 {
+                    word = match extend {
+                        Some(true) => ((word << (64 - bits)) as i64 >> (64 - bits)) as u64,
+                        _ => word,
+                    };
+                }
+                record.reset_other_results();
+                // SAFETY: `offset` is that of an 8-byte (or wider) result register of the record.
+                unsafe {
+                    (record as *mut Record).cast::<u8>().add(*offset as usize).cast::<u64>().write_unaligned(word)
+                };
+            }
+            ResultPlace::Regs(pieces) => {
+                let mut buffer = [0u8; RESULT_BUFFER];
+                if size_of::<R>() <= LARGEST_REGISTER_RESULT {
+                    // SAFETY: R fits the buffer (checked just above, at compile time).
+                    unsafe { buffer.as_mut_ptr().cast::<R>().write_unaligned(value) };
+                }
+                place_register_result(pieces, &buffer, record);
+            }
+            ResultPlace::Memory { from } => {
+                // SAFETY: the caller's contract.
+                let address = unsafe { result_address(*from, record) };
+                // SAFETY: the caller's result memory, valid for writes of an R (the ABI's
+                // contract for a MEMORY result, the function's contract).
+                unsafe { (address as usize as *mut R).write_unaligned(value) };
+            }
+        }
+    }
+}
+
+impl ResultPlace {
+    /// [`write`](ResultPlace::write) for a word or `void` result.
+    ///
+    /// # Safety
+    ///
+    /// As `write`, and the place is [`ResultPlace::Word`] or [`ResultPlace::Void`].
+    #[inline(always)]
+    unsafe fn write_simple<R: CallbackReturn>(&self, value: R, record: &mut Record) {
+        match self {
+            // SAFETY: the caller's contract.
+            ResultPlace::Word { .. } | ResultPlace::Void => unsafe { self.write(value, record) },
+            // SAFETY: the caller's contract: never another place.
+            _ => unsafe { core::hint::unreachable_unchecked() },
+        }
+    }
+}
+
+/// Bytes of the largest result returned in registers: 64, an HFA of four long doubles in q0..q3
+/// on AArch64 (x86-64's largest is 32, a `_Complex long double`).
+pub(super) const LARGEST_REGISTER_RESULT: usize = 64;
+
+/// Bytes of the buffer a register result is placed from: the largest register result and 16
+/// bytes of zeros, so that every piece is read as whole 8-byte words.
+pub(super) const RESULT_BUFFER: usize = LARGEST_REGISTER_RESULT + 16;
+
+/// Places a register result from its bytes (`bytes`, the value then zeros): every result
+/// register cleared, then each piece's bytes into the low end of its register. Out of line and
+/// not generic; shared by the dynamic form. Whole 8-byte words, masked to the piece: no copy of
+/// a length known only at run time.
+#[inline(never)]
+pub(super) fn place_register_result(pieces: &[RetPiece], bytes: &[u8; RESULT_BUFFER], record: &mut Record) {
+    // The piece's bytes over the low end of the cleared register word `old`: its bits above
+    // the piece stay as clearing left them (zero, or riscv64's NaN box of a float).
+    fn word(old: &[u8], bytes: &[u8; RESULT_BUFFER], at: usize, len: usize) -> [u8; 8] {
+        let w = u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let old = u64::from_ne_bytes(old.try_into().expect("8 bytes"));
+        let mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+        ((w & mask) | (old & !mask)).to_ne_bytes()
+    }
+    record.clear_result();
+    for p in pieces {
+        let (at, len) = (p.dst as usize, p.len as usize);
+        let register = record.result_register(p.from);
+        let low = word(&register[..8], bytes, at, len);
+        register[..8].copy_from_slice(&low);
+        if len > 8 {
+            let high = word(&register[8..16], bytes, at + 8, len - 8);
+            register[8..16].copy_from_slice(&high);
+        }
+    }
+}
+
+/// The hidden result address of a MEMORY result, also set as the first integer result (psABI
+/// 3.2.3: returned in %rax): out of line and not generic.
+///
+/// # Safety
+///
+/// The record is the live one of a call whose signature returns in memory, the address where
+/// `from` says.
+#[inline(never)]
+unsafe fn result_address(from: Option<Loc>, record: &mut Record) -> u64 {
+    let address = match from {
+        // SAFETY: an integer location of the live record: 8 saved bytes.
+        Some(loc) => unsafe { record.arg_location(loc).cast::<u64>().read_unaligned() },
+        None => record.indirect_result_register().expect("the plan names the ABI's register"),
+    };
+    record.clear_result();
+    *record.first_int_result() = address;
+    address
+}
+
+/// What the slot's state holds for a typed callback: the places and the closure.
+struct Typed<F> {
+    places: Box<[ArgPlace]>,
+    result: ResultPlace,
+    handler: F,
+}
+
+/// A typed callback's `invoke`: reads the arguments, runs the closure, places its result.
+///
+/// # Safety
+///
+/// `state.handler` is a `Typed<F>` made for `A` and `R`; the record is the live one of a call
+/// with the state's signature.
+///
+/// `SIMPLE`: every argument is whole at one place and the result is a word or `void` (checked
+/// when the callback was made): the instance for the common signatures, with no copy of pieces.
+unsafe fn invoke<F: CallbackFn<A, R>, A, R: CallbackReturn, const SIMPLE: bool>(state: &State, record: &mut Record) {
+    // SAFETY: the function's contract.
+    let typed = unsafe { state.handler::<Typed<F>>() };
+    let args = Args::<SIMPLE> { record: &*record, places: &typed.places, next: 0 };
+    // SAFETY: one place per argument of A, made for A's types (TypedCallback::new); whole ones
+    // when SIMPLE.
+    let value = unsafe { typed.handler.invoke(args) };
+    // SAFETY: the result place was made for R; a word or void one when SIMPLE.
+    unsafe {
+        if SIMPLE {
+            typed.result.write_simple(value, record)
+        } else {
+            typed.result.write(value, record)
+        }
+    }
+}
+
+/// A C function pointer whose calls run a Rust closure of C types, valid while this object
+/// lives: the typed form of [`Callback`].
+///
+/// `A` is the tuple of argument types and `R` the result type (`()` for `void`): the C signature
+/// is made from them, planned once, and a call runs a dispatch monomorphised for the closure (no
+/// per-call check). [`as_fn`](TypedCallback::as_fn) gives the typed C function pointer,
+/// [`as_ptr`](TypedCallback::as_ptr) its address. The pool, the drop (which waits for calls
+/// running on other threads) and the panic policy (abort with a message) are [`Callback`]'s.
+pub struct TypedCallback<A, R> {
+    callback: Callback,
+    _types: PhantomData<fn(A) -> R>,
+}
+
+impl<A: CallbackArgTypes, R: CallbackReturn> TypedCallback<A, R> {
+    /// A callback running `handler`, whose parameter and result types make the C signature.
+    ///
+    /// Errors: [`Error::CallbacksUnsupported`] where the target has no callback entries yet,
+    /// [`Error::CallbackLayout`] for a [`CallbackValue`] whose Rust layout is not its C type's,
+    /// the placement's errors (limits), and [`Error::CallbackPoolExhausted`].
+    pub fn new<F: CallbackFn<A, R>>(handler: F) -> Result<Self, Error> {
+        let signature = Signature::new(A::types(), R::c_type())?;
+        check_layouts(&signature, &A::layouts(), (size_of::<R>(), align_of::<R>()))?;
+        #[cfg(nccl_trampoline_callbacks)]
+        {
+            let abi = crate::abi::Abi::native().ok_or(Error::CallbacksUnsupported { target: crate::engine::TARGET })?;
+            let plan = CallbackPlan::new(abi, &signature)?;
+            let places: Box<[ArgPlace]> = plan.args.iter().map(|p| ArgPlace::new(p)).collect();
+            let result = ResultPlace::new(&plan.result, size_of::<R>());
+            let simple = places_are_whole(&places) && matches!(result, ResultPlace::Word { .. } | ResultPlace::Void);
+            let invoke: unsafe fn(&State, &mut Record) =
+                if simple { invoke::<F, A, R, true> } else { invoke::<F, A, R, false> };
+            let handler = Box::new(Typed { places, result, handler });
+            let callback = Callback::from_state(State { plan, signature, invoke, handler })?;
+            Ok(TypedCallback { callback, _types: PhantomData })
+        }
+        #[cfg(not(nccl_trampoline_callbacks))]
+        {
+            let _ = (handler, CallbackPlan::new, invoke::<F, A, R, true>, invoke::<F, A, R, false>);
+            let _ = (ArgPlace::new, ResultPlace::new, places_are_whole);
+            Err(Error::CallbacksUnsupported { target: crate::engine::TARGET })
+        }
+    }
+
+    /// The typed C function pointer, `unsafe extern "C" fn(A0, A1, ..) -> R`: to call, or to
+    /// give C (as an `Option<unsafe extern "C" fn ..>` field, say). Calling it is sound while
+    /// the callback lives.
+    ///
+    /// Except with [`LongDouble`](crate::LongDouble) or `Complex<LongDouble>` arguments or
+    /// result: Rust has no x87 `long double`, so a Rust call through this type passes them as
+    /// 16-byte structs (in integer registers), not as C does (on the stack, on the x87 stack).
+    /// Such a pointer is for C to call only.
+    pub fn as_fn(&self) -> A::CFn<R> {
+        // SAFETY: the entry runs this callback, whose signature was made from A and R.
+        unsafe { A::c_fn::<R>(self.callback.as_ptr()) }
+    }
+
+    /// The C function pointer's address.
+    pub fn as_ptr(&self) -> *const c_void {
+        self.callback.as_ptr()
+    }
+
+    /// The signature made from `A` and `R`.
+    pub fn signature(&self) -> &Signature {
+        self.callback.signature()
+    }
+
+    /// The index of the pool entry this callback holds.
+    pub fn pool_index(&self) -> usize {
+        self.callback.pool_index()
+    }
+}
+
+/// Each type's Rust size and alignment equal its C type's.
+fn check_layouts(signature: &Signature, args: &[(usize, usize)], ret: (usize, usize)) -> Result<(), Error> {
+    let check = |position, ty: &Type, (rust_size, rust_align): (usize, usize)| {
+        if (ty.size(), ty.align()) == (rust_size, rust_align) {
+            Ok(())
+        } else {
+            Err(Error::CallbackLayout { position, c_size: ty.size(), c_align: ty.align(), rust_size, rust_align })
+        }
+    };
+    for (i, (ty, &layout)) in signature.args().iter().zip(args).enumerate() {
+        check(Position::Argument(i), ty, layout)?;
+    }
+    match signature.ret() {
+        Some(ty) => check(Position::Result, ty, ret),
+        None => Ok(()),
+    }
+}
+
+impl<A, R> fmt::Debug for TypedCallback<A, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedCallback").field("callback", &self.callback).finish()
+    }
+}
