@@ -10,7 +10,8 @@
 //! - every piece of code (entry, straight-line body, checked wrapper, handler) is a function
 //!   symbol in the table, every table slot points at the start of the function build.rs named
 //!   for it, and each starts with its landing pad: the call pad for entries, the jump pad
-//!   (`endbr64` / `bti j`) for handlers;
+//!   (`endbr64` / `bti j`) for handlers (negative control: a copy of the object with one
+//!   callback entry's pad replaced by a no-op is caught, and only that entry);
 //! - call frame information covers every function (unwinders and profilers walk through it);
 //! - on AArch64, the landing pads work: a BTI-enforced program calls through the trampoline
 //!   (walks, every handler kind it uses, a straight-line body, a checked wrapper), and its
@@ -361,9 +362,18 @@ fn every_table_slot_points_at_its_function() {
 #[cfg(not(target_arch = "riscv64"))]
 #[test]
 fn every_function_starts_with_its_landing_pad() {
+    let (missing, counts) = landing_pads(ARCHIVE);
+    assert!(missing.is_empty(), "functions not starting with their landing pad:\n{}", missing.join("\n"));
+    println!("hardening: every function starts with its landing pad: {counts:?}");
+}
+
+/// The functions of `file` (the archive, or an object of it) that do not start with their
+/// landing pad, each with what it starts with instead; and how many start with each pad.
+#[cfg(not(target_arch = "riscv64"))]
+fn landing_pads(file: &str) -> (Vec<String>, std::collections::BTreeMap<String, usize>) {
     let objdump = tool("NCCL_TRAMPOLINE_OBJDUMP", EXPECTED.objdump);
-    let listing = stdout_of(&objdump, &["-d", "--no-show-raw-insn", ARCHIVE]);
-    let mut counts = std::collections::BTreeMap::new();
+    let listing = stdout_of(&objdump, &["-d", "--no-show-raw-insn", file]);
+    let (mut missing, mut counts) = (Vec::new(), std::collections::BTreeMap::new());
     for function in functions(&symbols()) {
         let heading = format!("<{}>:", function.name);
         let mut lines = listing.lines().skip_while(|l| !l.trim_end().ends_with(&heading));
@@ -374,10 +384,56 @@ fn every_function_starts_with_its_landing_pad() {
         // "   0:\tbti\tc" -> ["bti", "c"]
         let insn: Vec<&str> = first.split_once(':').map(|(_, i)| i).unwrap_or_default().split_whitespace().collect();
         let pad = landing_pad(&function.name);
-        assert_eq!(insn, pad, "{}: first instruction is {first:?}, not the landing pad {pad:?}", function.name);
-        *counts.entry(pad.join(" ")).or_insert(0) += 1;
+        if insn == pad {
+            *counts.entry(pad.join(" ")).or_insert(0) += 1;
+        } else {
+            missing.push(format!("{}: first instruction is {first:?}, not the landing pad {pad:?}", function.name));
+        }
     }
-    println!("hardening: every function starts with its landing pad: {counts:?}");
+    (missing, counts)
+}
+
+/// The negative control of (d), on the object itself: a copy of the assembled object whose
+/// callback entry 7 starts with a four-byte no-op instead of its landing pad (`endbr64` / `bti
+/// c`: a callback entry C would reach by an indirect call without a pad) must be caught, and
+/// only that entry. (On AArch64 the pads are also enforced: `bti_negative_control_*` below.)
+#[cfg(not(target_arch = "riscv64"))]
+#[test]
+fn landing_pad_negative_control_a_callback_entry_without_its_pad_is_caught() {
+    let (pad, nop): (&[u8], &[u8]) = if cfg!(target_arch = "x86_64") {
+        (&[0xf3, 0x0f, 0x1e, 0xfa], &[0x0f, 0x1f, 0x40, 0x00]) // endbr64; nopl 0(%rax)
+    } else {
+        (&[0x5f, 0x24, 0x03, 0xd5], &[0x1f, 0x20, 0x03, 0xd5]) // bti c; nop
+    };
+    let symbols = symbols();
+    let entry = symbols.iter().find(|s| s.name == "nt_cb_7").expect("callback entry 7 in the object");
+    let dir = std::env::temp_dir().join(format!("nt-pad-control-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // readelf names a member "archive.a(member.o)".
+    let member = entry.member.rsplit_once('(').map_or(&entry.member[..], |(_, m)| m.trim_end_matches(')'));
+    let archive = std::fs::canonicalize(ARCHIVE).unwrap();
+    let out = spawn("ar", &["x", archive.to_str().unwrap(), member], Some(&dir));
+    assert!(out.status.success(), "ar x {ARCHIVE} {member}: {}", String::from_utf8_lossy(&out.stderr));
+    let object = dir.join(member);
+    let object = object.to_str().unwrap();
+    // The entry's file offset: its section's offset (readelf -SW: "[Nr] Name Type Address Off")
+    // plus the symbol's value.
+    let sections = readelf(&["-SW"], object);
+    let section_offset = sections
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix('[').and_then(|r| r.split_once(']')))
+        .find(|(nr, _)| nr.trim() == entry.ndx)
+        .and_then(|(_, rest)| rest.split_whitespace().nth(3).map(|off| u64::from_str_radix(off, 16).unwrap()))
+        .unwrap_or_else(|| panic!("section {} of nt_cb_7 not in:\n{sections}", entry.ndx));
+    let at = (section_offset + entry.value) as usize;
+    let mut bytes = std::fs::read(object).unwrap();
+    assert_eq!(&bytes[at..at + 4], pad, "nt_cb_7 does not start with the landing pad's bytes at {at:#x}");
+    bytes[at..at + 4].copy_from_slice(nop);
+    std::fs::write(object, &bytes).unwrap();
+    let (missing, _) = landing_pads(object);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(missing.len(), 1, "the copy without entry 7's pad: {missing:#?}");
+    assert!(missing[0].starts_with("nt_cb_7:"), "{missing:?}");
 }
 
 /// (e) This test executable, which links the object, has a non-executable stack.
