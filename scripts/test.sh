@@ -160,7 +160,7 @@ clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
 # Callbacks: C callers compiled by clang.
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test callbacks "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test variadic_callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, native: $((SECONDS - clang_start)) s"
 step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
 cargo run --quiet --release --features cli -- selftest
@@ -196,7 +196,7 @@ cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
 step "aarch64 under qemu-aarch64 -cpu max: ABI conformance and callbacks with clang --target=aarch64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test conformance "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test callbacks --test variadic_callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, aarch64: $((SECONDS - clang_start)) s"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
@@ -223,7 +223,7 @@ echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 step "riscv64 under qemu-riscv64: ABI conformance and callbacks with clang --target=riscv64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test conformance "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test callbacks --test variadic_callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
