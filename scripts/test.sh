@@ -180,6 +180,7 @@ step "native: examples"
 cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
 cargo run --quiet --example variadic_logger
+cargo run --quiet --example qsort_callback
 step "native: the optional half feature"
 cargo test --quiet --lib --features half
 step "native: clippy and docs"
@@ -208,6 +209,7 @@ step "aarch64 under qemu-aarch64 -cpu max: examples"
 cargo run --quiet --target "$AARCH64" --example ldiv
 cargo run --quiet --target "$AARCH64" --example qsort
 cargo run --quiet --target "$AARCH64" --example variadic_logger
+cargo run --quiet --target "$AARCH64" --example qsort_callback
 
 step "riscv64 under qemu-riscv64: tests (unit, conformance with 10,000 random signatures, callbacks, hardening, no-alloc)"
 riscv64_start=$SECONDS
@@ -218,6 +220,7 @@ step "riscv64 under qemu-riscv64: examples, clippy"
 cargo run --quiet --target "$RISCV64" --example ldiv
 cargo run --quiet --target "$RISCV64" --example qsort
 cargo run --quiet --target "$RISCV64" --example variadic_logger
+cargo run --quiet --target "$RISCV64" --example qsort_callback
 cargo clippy --quiet --target "$RISCV64" --all-targets --features cli -- -D warnings
 echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 step "riscv64 under qemu-riscv64: ABI conformance and callbacks with clang --target=riscv64-linux-gnu as the oracle"
