@@ -200,7 +200,7 @@ pub enum Error {
         what: &'static str,
     },
     /// Callbacks ([`Callback`](crate::Callback)) on a target whose assembly has no callback
-    /// entries yet (x86-64 Linux has them).
+    /// entries (x86-64, AArch64 and riscv64 Linux have them).
     #[error("no callback entries for target {target} yet")]
     CallbacksUnsupported {
         /// `arch-os` of the target the crate was built for.

@@ -12,10 +12,10 @@
 //! - here: the object, the pool of assembly entries it takes one from, and the dispatcher
 //!   every entry reaches.
 //!
-//! The entries are a fixed pool assembled into `.text` (`cb_<i>` in asm/<arch>.S, CB_POOL of
-//! them): no page is ever writable and executable. Entry `i` loads `i` and jumps to the common
-//! stub, which calls [`dispatch`] with the record; the dispatcher finds the callback in slot
-//! `i`. A callback holds its entry from creation to drop; a dropped callback's entry goes to the
+//! The entries are a fixed pool assembled into `.text` (`nt_cb_<i>` in `asm/<arch>.S`,
+//! `CB_POOL` of them): no page is ever writable and executable. Entry `i` loads `i` and jumps to
+//! the common stub, `nt_cb_common`, which calls the dispatcher (`pool::dispatch`) with the
+//! record; the dispatcher finds the callback in slot `i`. A callback holds its entry from creation to drop; a dropped callback's entry goes to the
 //! back of the free queue, so it is reused as late as possible.
 
 pub(crate) mod frame;
