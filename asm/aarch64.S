@@ -834,9 +834,10 @@ ENTRY_END(nt_cb_install)
  * chain as the forward framed entries keep), then CB_SIZE bytes of record at sp, 16-aligned.
  * x29 and x30 are the only callee-saved state used; the dispatcher is Rust and keeps x19-x28
  * and d8-d15.
- * Out: x0, x1, q0..q3 as the dispatcher wrote them into the record (all of them: zero where
- * the result does not use them; x0 = the x8 address for a result in memory, which AAPCS64 does
- * not require and no caller reads). */
+ * Out: x0, x1, q0..q3 as the dispatcher wrote them into the record (the dynamic form writes
+ * every one, zero where the result does not use it; the typed form, for a result in one
+ * register, writes that one only: the caller reads no other; x0 = the x8 address for a result
+ * in memory, which AAPCS64 does not require and no caller reads). */
 ENTRY_START(nt_cb_common)
     paciasp
     .cfi_negate_ra_state

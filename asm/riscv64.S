@@ -762,8 +762,10 @@ ENTRY_END(nt_cb_install)
  * arguments, as a variadic function's prologue stores them (the variadic view walks one
  * pointer across both). No frame pointer: s0 is not touched (the CFI describes the frame).
  * ra is the only callee-saved state used; the dispatcher is Rust and keeps s0-s11, fs0-fs11.
- * Out: a0, a1, fa0, fa1 as the dispatcher wrote them into the record (all of them; a0 = the
- * hidden address for a result in memory, which LP64D does not require and no caller reads). A
+ * Out: a0, a1, fa0, fa1 as the dispatcher wrote them into the record (the dynamic form writes
+ * every one; the typed form, for a result in one integer register, writes that one only: the
+ * caller reads no other; a0 = the hidden address for a result in memory, which LP64D does not
+ * require and no caller reads). A
  * float result's f register is NaN-boxed by the record (the dispatcher's zeroed result slots
  * hold all ones above the low 4 bytes), so fld loads a valid single. */
 ENTRY_START(nt_cb_common)
