@@ -640,7 +640,8 @@ unsafe fn invoke<H: Holds<F> + 'static, F: CallbackFn<A, R>, A, R: CallbackRetur
 /// is made from them, planned once, and a call runs a dispatch monomorphised for the closure (no
 /// per-call check). [`as_fn`](TypedCallback::as_fn) gives the typed C function pointer,
 /// [`as_ptr`](TypedCallback::as_ptr) its address. The pool, the drop (which waits for calls
-/// running on other threads) and the panic policy (abort with a message) are [`Callback`]'s.
+/// running on other threads, except for a [`direct`](TypedCallback::direct) one) and the panic
+/// policy (abort with a message) are [`Callback`]'s.
 pub struct TypedCallback<A, R> {
     callback: Callback,
     _types: PhantomData<fn(A) -> R>,
