@@ -419,6 +419,12 @@ fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
             constant("CB_POOL", CALLBACK_POOL, "callback entries in the pool");
             constant("T_CB_INSTALL", names.len() as i64, "table index of cb_install (sets the Rust dispatcher)");
             names.push("cb_install".to_string());
+            constant(
+                "T_CB_DIRECT_SLOTS",
+                names.len() as i64,
+                "table index of cb_direct_slots (the address of the entries' direct targets)",
+            );
+            names.push("cb_direct_slots".to_string());
             constant("T_CB_COMMON", names.len() as i64, "table index of cb_common (every callback entry jumps there)");
             names.push("cb_common".to_string());
             constant("T_CB_ENTRY", names.len() as i64, "table index of callback entry 0 (then 1 to CB_POOL - 1)");

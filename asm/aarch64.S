@@ -823,6 +823,22 @@ ENTRY_START(nt_cb_install)
     ret
 ENTRY_END(nt_cb_install)
 
+/* The direct targets, as on x86-64: one code address per entry, null unless its callback is a
+ * direct one; written by the Rust side only. */
+    .bss
+    .p2align 3
+    .type   nt_cb_direct, %object
+nt_cb_direct:
+    .zero   8 * CB_POOL
+    .size   nt_cb_direct, 8 * CB_POOL
+
+/* cb_direct_slots(): uint64_t * (x0). The address of nt_cb_direct. */
+ENTRY_START(nt_cb_direct_slots)
+    adrp    x0, nt_cb_direct
+    add     x0, x0, :lo12:nt_cb_direct
+    ret
+ENTRY_END(nt_cb_direct_slots)
+
 /* cb_common: what every entry branches to, with
  *   x9 = the entry's pool index (x9 is a temporary that carries no argument, AAPCS64 6.1.1;
  *        not x16/x17, which a linker veneer between the caller and the entry may clobber);
@@ -839,7 +855,16 @@ ENTRY_END(nt_cb_install)
  * register, writes that one only: the caller reads no other; x0 = the x8 address for a result
  * in memory, which AAPCS64 does not require and no caller reads). */
 ENTRY_START(nt_cb_common)
-    paciasp
+    /* The direct path, before the frame (CFA = sp, x30 unsigned, the CIE's rules): x16 is the
+     * target, x17 the scratch (intra-procedure-call registers, no argument: AAPCS64 6.1.1).
+     * `br x16` because a BTI target's `bti c` accepts BR from x16/x17 (Arm ARM, BTYPE 01): a
+     * Rust function built with branch protection starts with `bti c`, not `bti j`. */
+    adrp    x17, nt_cb_direct
+    add     x17, x17, :lo12:nt_cb_direct
+    ldr     x16, [x17, x9, lsl #3]
+    cbz     x16, 1f
+    br      x16
+1:  paciasp
     .cfi_negate_ra_state
     stp     x29, x30, [sp, #-16]!
     .cfi_def_cfa_offset 16

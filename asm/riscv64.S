@@ -749,6 +749,21 @@ ENTRY_START(nt_cb_install)
     ret
 ENTRY_END(nt_cb_install)
 
+/* The direct targets, as on x86-64: one code address per entry, null unless its callback is a
+ * direct one; written by the Rust side only. */
+    .bss
+    .p2align 3
+    .type   nt_cb_direct, %object
+nt_cb_direct:
+    .zero   8 * CB_POOL
+    .size   nt_cb_direct, 8 * CB_POOL
+
+/* cb_direct_slots(): uint64_t * (a0). The address of nt_cb_direct. */
+ENTRY_START(nt_cb_direct_slots)
+    lla     a0, nt_cb_direct
+    ret
+ENTRY_END(nt_cb_direct_slots)
+
 /* cb_common: what every entry jumps to, with
  *   t1 = the entry's pool index (a temporary that carries no argument; not ra or t0, whose use
  *        as a jump's source or link is a return-address-stack hint, see the top of this file);
@@ -769,7 +784,16 @@ ENTRY_END(nt_cb_install)
  * float result's f register is NaN-boxed by the record (the dispatcher's zeroed result slots
  * hold all ones above the low 4 bytes), so fld loads a valid single. */
 ENTRY_START(nt_cb_common)
-    addi    sp, sp, -CB_SIZE
+    /* The direct path, before the frame (CFA = sp, the CIE's rule): t3 the array, t2 the target
+     * (temporaries, no argument). `jr t2`: not through ra or t0, so no return-address-stack
+     * hint (a plain jump, the C caller's ra stays the return address). */
+    lla     t3, nt_cb_direct
+    slli    t2, t1, 3
+    add     t3, t3, t2
+    ld      t2, 0(t3)
+    beqz    t2, 1f
+    jr      t2
+1:  addi    sp, sp, -CB_SIZE
     .cfi_def_cfa_offset CB_SIZE
     sd      ra, CB_RA(sp)
     .cfi_offset ra, CB_RA - CB_SIZE

@@ -928,6 +928,27 @@ ENTRY_START(nt_cb_install)
     ret
 ENTRY_END(nt_cb_install)
 
+/* The direct targets: one code address per entry, null unless the entry's callback is a direct
+ * one (TypedCallback::direct, docs/adr/0025-callbacks.md "The direct path"): an
+ * `extern "C"` Rust function of the entry's exact signature, which cb_common jumps to with the
+ * C caller's registers and stack untouched, before it builds any record. Written by the Rust
+ * side only (atomic stores: set after the entry is taken and before its address is handed out,
+ * cleared first in the drop); read here with one plain load. Writable, never executable: it
+ * holds code addresses, as nt_cb_dispatcher does. */
+    .bss
+    .p2align 3
+    .type   nt_cb_direct, %object
+nt_cb_direct:
+    .zero   8 * CB_POOL
+    .size   nt_cb_direct, 8 * CB_POOL
+
+/* cb_direct_slots(): uint64_t *. The address of nt_cb_direct, for the Rust side (which has no
+ * symbol of the assembly but the table). */
+ENTRY_START(nt_cb_direct_slots)
+    lea     nt_cb_direct(%rip), %rax
+    ret
+ENTRY_END(nt_cb_direct_slots)
+
 /* cb_common: what every entry jumps to, with
  *   %r11 = the entry's pool index (the entry wrote it; %r11 is a scratch register no C caller
  *          passes anything in, psABI 3.2.3 figure 3.4);
@@ -949,7 +970,16 @@ ENTRY_END(nt_cb_install)
  * none otherwise, leaving the x87 stack empty as psABI 3.2.1 requires of a function not
  * returning a long double. */
 ENTRY_START(nt_cb_common)
-    push    %rbp
+    /* The direct path: a non-null target of this entry gets the call as C made it: every
+     * argument register (and %al), the stack and the return address untouched, a tail jump.
+     * %r10 is scratch: a static-chain register, no argument of a C call (psABI figure 3.4).
+     * Nothing has moved %rsp: CFA = %rsp + 8, the CIE's rule, up to the push below. */
+    lea     nt_cb_direct(%rip), %r10
+    mov     (%r10,%r11,8), %r10
+    test    %r10, %r10
+    jz      1f
+    jmp     *%r10
+1:  push    %rbp
     .cfi_def_cfa_offset 16
     .cfi_offset %rbp, -16
     mov     %rsp, %rbp
@@ -983,12 +1013,12 @@ ENTRY_START(nt_cb_common)
      * st(0)). CB_X87 is 0, 1 or 2. */
     mov     CB_X87(%rsp), %rcx
     test    %rcx, %rcx
-    jz      2f
+    jz      3f
     cmp     $2, %rcx
-    jb      1f
+    jb      2f
     fldt    CB_RET_ST+16(%rsp)
-1:  fldt    CB_RET_ST+0(%rsp)
-2:  mov     CB_RET_INT+0(%rsp), %rax
+2:  fldt    CB_RET_ST+0(%rsp)
+3:  mov     CB_RET_INT+0(%rsp), %rax
     mov     CB_RET_INT+8(%rsp), %rdx
     movaps  CB_RET_VEC+0(%rsp), %xmm0
     movaps  CB_RET_VEC+16(%rsp), %xmm1

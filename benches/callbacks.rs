@@ -4,6 +4,9 @@
 //! - `direct`: a Rust `extern "C" fn` of the same signature (the floor: C calling Rust with no
 //!   callback machinery);
 //! - `typed`: a [`TypedCallback`] of a closure doing the same work;
+//! - `typed_direct`: the same closure (it captures nothing) made with
+//!   [`TypedCallback::direct`]: the entry tail-jumps to an `extern "C"` function monomorphised
+//!   for it, no record;
 //! - `dynamic`: a [`Callback`] whose handler reads its arguments through `CallbackArgs::get` /
 //!   `read_bytes` and sets its result with `CallbackResult::set` (checked, per call);
 //! - `libffi`: a libffi closure (`ffi_closure_alloc` + `ffi_prep_closure_loc`) whose Rust
@@ -346,6 +349,17 @@ mod bench {
                 id128(comm, n, id.internal[0], id.internal[127], rank)
             })
             .unwrap();
+            let x_ii = TypedCallback::direct(|a: i32, b: i32| -> i32 { ii(a, b) }).unwrap();
+            let x_mixed8 =
+                TypedCallback::direct(|a: i32, b: f64, c: i64, d: f64, e: i32, f: f64, g: i64, h: f64| -> f64 {
+                    mixed8(a, b, c, d, e, f, g, h)
+                })
+                .unwrap();
+            let x_pair16 = TypedCallback::direct(|p: Pair16, k: i32| -> i64 { pair16(p, k) }).unwrap();
+            let x_id128 = TypedCallback::direct(|comm: *mut c_void, n: i32, id: UniqueId, rank: i32| -> i32 {
+                id128(comm, n, id.internal[0], id.internal[127], rank)
+            })
+            .unwrap();
 
             let sig = |args: Vec<Type>, ret: Type| Signature::new(args, Some(ret)).unwrap();
             let d_ii = Callback::new(&sig(vec![Type::I32, Type::I32], Type::I32), |a, r| {
@@ -420,6 +434,7 @@ mod bench {
                         ("typed", t_ii.as_ptr() as usize),
                         ("dynamic", d_ii.as_ptr() as usize),
                         ("libffi", closures[0].code as usize),
+                        ("typed_direct", x_ii.as_ptr() as usize),
                     ],
                 ),
                 (
@@ -432,6 +447,7 @@ mod bench {
                         ("typed", t_mixed8.as_ptr() as usize),
                         ("dynamic", d_mixed8.as_ptr() as usize),
                         ("libffi", closures[1].code as usize),
+                        ("typed_direct", x_mixed8.as_ptr() as usize),
                     ],
                 ),
                 (
@@ -441,6 +457,7 @@ mod bench {
                         ("typed", t_pair16.as_ptr() as usize),
                         ("dynamic", d_pair16.as_ptr() as usize),
                         ("libffi", closures[2].code as usize),
+                        ("typed_direct", x_pair16.as_ptr() as usize),
                     ],
                 ),
                 (
@@ -450,13 +467,23 @@ mod bench {
                         ("typed", t_id128.as_ptr() as usize),
                         ("dynamic", d_id128.as_ptr() as usize),
                         ("libffi", closures[3].code as usize),
+                        ("typed_direct", x_id128.as_ptr() as usize),
                     ],
                 ),
             ];
             let libffi_path = lf.path.clone();
             let setup = Setup {
                 loops,
-                _typed: vec![Box::new(t_ii), Box::new(t_mixed8), Box::new(t_pair16), Box::new(t_id128)],
+                _typed: vec![
+                    Box::new(t_ii),
+                    Box::new(t_mixed8),
+                    Box::new(t_pair16),
+                    Box::new(t_id128),
+                    Box::new(x_ii),
+                    Box::new(x_mixed8),
+                    Box::new(x_pair16),
+                    Box::new(x_id128),
+                ],
                 _dynamic: vec![d_ii, d_mixed8, d_pair16, d_id128],
                 _ffi: (lf, closures),
                 table,
@@ -582,7 +609,12 @@ mod bench {
             }
             println!("{shape}: {}", line.join(", "));
             let med = |v: usize| median(ratios[i][v].clone());
-            println!("{shape}: libffi / typed {:.2}x, libffi / dynamic {:.2}x", med(3) / med(1), med(3) / med(2));
+            println!(
+                "{shape}: libffi / typed {:.2}x, libffi / dynamic {:.2}x, typed / typed_direct {:.2}x",
+                med(3) / med(1),
+                med(3) / med(2),
+                med(1) / med(4)
+            );
         }
     }
 

@@ -684,7 +684,50 @@ mod bti {
             describe(out.status),
             String::from_utf8_lossy(&out.stderr)
         );
-        println!("hardening: BTI-enforced program called callback entries 0, 100 and 255: exit 0");
+        println!("hardening: BTI-enforced program called callback entries 0, 100 (direct path) and 255: exit 0");
+    }
+
+    /// Negative control for the direct path: the same program with entry 100's direct target
+    /// 4 bytes into bti_cb_direct, past its `bti c`. Without BTI it runs correctly; with BTI
+    /// cb_common's `br x16` must die with SIGILL. So the target's `bti c` is what admits the
+    /// direct path's branch, and BTI is enforced on it.
+    #[test]
+    fn bti_negative_control_a_direct_target_past_its_pad_dies_with_sigill() {
+        let dir = work_dir("bti-callback-direct-negative");
+        let (prog, _) = build_program(&dir, "bti_callback_main.c", &["-DDIRECT_OFFSET=4"], None);
+        assert_bti_marked(&prog);
+        let objdump = tool("NCCL_TRAMPOLINE_OBJDUMP", EXPECTED.objdump);
+        let listing = stdout_of(&objdump, &["-d", "--no-show-raw-insn", &prog]);
+        let first = listing
+            .lines()
+            .skip_while(|l| !l.trim_end().ends_with("<bti_cb_direct>:"))
+            .nth(1)
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, i)| i.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        assert_eq!(first, "bti c", "bti_cb_direct does not start with `bti c`: the control would prove nothing");
+        let out = run(&dir, "cortex-a57", &prog);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{prog} under `{} -cpu cortex-a57` (no BTI): {}; the negative control is broken\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = run(&dir, "max", &prog);
+        let sigill = out.status.signal() == Some(SIGILL) || out.status.code() == Some(128 + SIGILL);
+        assert!(
+            sigill,
+            "{prog} under `{} -cpu max`: {}, expected SIGILL: BTI is not enforced on the direct path\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!(
+            "hardening: a direct target entered past its landing pad: exit 0 without BTI, {} with BTI",
+            describe(out.status)
+        );
     }
 
     /// Negative control for the callback entries: the same program entering every entry 4 bytes

@@ -2,7 +2,7 @@
 //! calls through plans for every shape class (registers, stack arguments, private copies,
 //! indirect results), through every entry (the checked walk and line bodies of `CallPlan::call`,
 //! the typed walks and word bodies of typed bindings and `call_words`). The call core's error is
-//! `Copy` and a call that fails allocates nothing either. A callback call (dynamic and typed, x86-64)
+//! `Copy` and a call that fails allocates nothing either. A callback call (dynamic, typed, direct)
 //! allocates nothing in the entry, the dispatcher or the views, not even the first call on a new
 //! thread (its mark record comes from a fixed array). Allocations are counted per thread, so
 //! the tests of this file do not see each other's.
@@ -167,8 +167,9 @@ fn core_errors_do_not_allocate() {
 unsafe impl CallbackValue for Id {}
 
 /// Callback calls through the result kinds (one register, two vector registers, memory through
-/// the hidden address) and argument kinds (registers, a 128-byte struct on the stack), dynamic and typed, on a
-/// thread that never called a callback before: no allocation.
+/// the hidden address) and argument kinds (registers, a 128-byte struct on the stack), dynamic,
+/// typed and typed on the direct path, on a thread that never called a callback before: no
+/// allocation.
 #[test]
 fn callback_calls_do_not_allocate() {
     let id_t = Type::Aggregate(Aggregate::builder().array(Type::U8, 128).build().unwrap());
@@ -199,6 +200,14 @@ fn callback_calls_do_not_allocate() {
     let typed_pair =
         TypedCallback::new(|a: i128, x: Complex<f64>| -> Complex<f64> { Complex { re: x.re + a as f64, im: x.im } })
             .unwrap();
+    let direct = TypedCallback::direct(|comm: *mut c_void, n: i32, id: Id, rank: i32| -> i32 {
+        let _ = comm;
+        n + rank + i32::from(id.0[0]) + i32::from(id.0[127])
+    })
+    .unwrap();
+    let direct_pair =
+        TypedCallback::direct(|a: i128, x: Complex<f64>| -> Complex<f64> { Complex { re: x.re + a as f64, im: x.im } })
+            .unwrap();
     // SAFETY: the entries have exactly these signatures.
     let (f1, f2) = unsafe {
         (
@@ -207,6 +216,7 @@ fn callback_calls_do_not_allocate() {
         )
     };
     let (t1, t2) = (typed.as_fn(), typed_pair.as_fn());
+    let (d1, d2) = (direct.as_fn(), direct_pair.as_fn());
     let mut id = Id([0; 128]);
     id.0[0] = 5;
     id.0[127] = 7;
@@ -222,11 +232,13 @@ fn callback_calls_do_not_allocate() {
                 unsafe {
                     sum += i64::from(t1(std::ptr::null_mut(), 2, id, 1));
                     sum += t2(1 << 70, x).im as i64;
+                    sum += i64::from(d1(std::ptr::null_mut(), 2, id, 1));
+                    sum += d2(1 << 70, x).im as i64;
                 }
             }
             let after = allocations();
-            assert_eq!(after - before, 0, "allocations during 4000 callback calls");
-            assert_eq!(sum, 1000 * (15 + 7 + 15 - 1));
+            assert_eq!(after - before, 0, "allocations during 6000 callback calls");
+            assert_eq!(sum, 1000 * (15 + 7 + 15 - 1 + 15 - 1));
         });
     });
 }

@@ -413,3 +413,333 @@ fn a_typed_panic_aborts_with_a_message() {
     assert_eq!(out.status.signal(), Some(6), "not SIGABRT: {:?}\n{stderr}", out.status);
     assert!(stderr.contains("typed closure saw 1") && stderr.contains("must not unwind into the C caller"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The direct path (`TypedCallback::direct`): the same C callers reach capture-free closures
+// through cb_common's tail jump, without the record. The closures capture nothing, so what
+// they see goes to a static list.
+
+/// Mismatches the direct closures saw, by shape (the tests that use it run one at a time).
+static DIRECT_SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn see<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) {
+    if got != want {
+        DIRECT_SEEN.lock().unwrap().push(format!("{what}: {got:?}, expected {want:?}"));
+    }
+}
+
+/// Calls the C caller of `shape` with the direct callback once and collects what went wrong.
+fn run_direct<A, R>(failures: &mut Vec<String>, shape: &str, cb: Result<TypedCallback<A, R>, Error>)
+where
+    A: nccl_trampoline::CallbackArgTypes,
+    R: nccl_trampoline::CallbackReturn,
+{
+    let cb = match cb {
+        Ok(cb) => cb,
+        Err(e) => return failures.push(format!("{shape}: {e}")),
+    };
+    let line = call_c(shape, cb.as_ptr());
+    for m in std::mem::take(&mut *DIRECT_SEEN.lock().unwrap()) {
+        failures.push(format!("{shape} (direct): argument {m}"));
+    }
+    if line != 0 {
+        failures.push(format!("{shape} (direct): the C caller's check at tests/c/callbacks.c:{line} failed"));
+    }
+}
+
+#[test]
+fn direct_callbacks_called_from_c_for_every_type_family() {
+    let mut f = Vec::new();
+    run_direct(
+        &mut f,
+        "ints6",
+        TypedCallback::direct(|a: i8, b: u8, c: i16, d: u16, e: i32, g: u32| -> i64 {
+            see("ints", (a, b, c, d, e, g), (-5, 250, -1234, 65000, -123456789, 4000000000));
+            i64::from(a) + i64::from(b) + i64::from(c) + i64::from(d) + i64::from(e) + i64::from(g)
+        }),
+    );
+    run_direct(&mut f, "ret_i8", TypedCallback::direct(|a: i32| -> i8 { (a - 8) as i8 }));
+    run_direct(&mut f, "ret_u8", TypedCallback::direct(|a: i32| -> u8 { (a + 247) as u8 }));
+    run_direct(&mut f, "ret_i16", TypedCallback::direct(|a: i32| -> i16 { (a - 30003) as i16 }));
+    run_direct(&mut f, "ret_u16", TypedCallback::direct(|a: i32| -> u16 { (a + 59996) as u16 }));
+    run_direct(&mut f, "ret_u32", TypedCallback::direct(|a: i32| -> u32 { 0xfedc_ba93 + a as u32 }));
+    run_direct(&mut f, "ret_ptr", TypedCallback::direct(|p: *mut u8| -> *mut u8 { p.wrapping_add(5) }));
+    run_direct(
+        &mut f,
+        "fd4",
+        TypedCallback::direct(|a: f32, b: f64, c: f32, d: f64| -> f64 {
+            see("floats", (a, b, c, d), (1.5, -2.25, 3.125, 1e300));
+            0.1
+        }),
+    );
+    run_direct(
+        &mut f,
+        "df",
+        TypedCallback::direct(|a: f64, b: f32| -> f32 {
+            see("floats", (a, b), (6.5, -0.75));
+            -3.5
+        }),
+    );
+    run_direct(
+        &mut f,
+        "ints10",
+        TypedCallback::direct(|a: i64, b: i64, c: i64, d: i64, e: i64, g: i64, h: i64, i: i64, j: i32, k: i8| -> i64 {
+            see("ints", (a, b, c, d, e, g, h, i), (1, -2, 3, -4, 5, -6, 0x7000_0000_0000_0007, -8));
+            see("stack", (j, k), (-9, -10));
+            0x0123_4567_89ab_cdef
+        }),
+    );
+    run_direct(
+        &mut f,
+        "floats11",
+        TypedCallback::direct(
+            |a: f64, b: f64, c: f64, d: f64, e: f64, g: f64, h: f64, i: f64, j: f32, k: f64, l: f32| -> f64 {
+                see("xmm", [a, b, c, d, e, g, h, i], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5]);
+                see("stack", (j, k, l), (8.25, 9.75, -10.5));
+                12345.5
+            },
+        ),
+    );
+    run_direct(
+        &mut f,
+        "small_structs",
+        TypedCallback::direct(|a: Ii, b: Dd, c: Dl, d: Fid, e: C3| -> i64 {
+            see("ii", a, Ii(-11, 22));
+            see("dd", b, Dd(3.5, -4.5));
+            see("dl", c, Dl(5.75, -0x666_6666_6666));
+            see("fid", d, Fid(7.5, -8, 9.125));
+            see("c3", e, C3(b'x' as i8, b'y' as i8, b'z' as i8));
+            424242
+        }),
+    );
+    run_direct(
+        &mut f,
+        "struct_to_stack",
+        TypedCallback::direct(|a: i64, b: i64, c: i64, d: i64, e: i64, l: Ll, g: i64| -> i64 {
+            see("ints", (a, b, c, d, e, g), (1, 2, 3, 4, 5, 6));
+            see("ll", l, Ll(0x1111_1111_1111_1111, -0x2222_2222_2222_2222));
+            7
+        }),
+    );
+    run_direct(
+        &mut f,
+        "memory_structs",
+        TypedCallback::direct(|b: Big24, p: *const c_void, n: i32, id: UniqueId, rank: i32| -> i32 {
+            see("big24", b, Big24(-0x1_2345_6789, 2.5, 77));
+            see("scalars", (p as usize, n, rank), (0x12_3456_7890, 4, 3));
+            let want: Vec<i8> = (0..128).map(|i: u32| (i * 7 + 3) as u8 as i8).collect();
+            see("id", &id.0[..], &want[..]);
+            11
+        }),
+    );
+    run_direct(&mut f, "ret_ll", TypedCallback::direct(|a: i32| -> Ll { Ll(-a as i64, 0x7766_5544_3322_1100) }));
+    run_direct(&mut f, "ret_dd", TypedCallback::direct(|a: i32| -> Dd { Dd(f64::from(a) * 0.625, -2.5) }));
+    run_direct(&mut f, "ret_dl", TypedCallback::direct(|a: i32| -> Dl { Dl(0.125, -96 - i64::from(a)) }));
+    run_direct(&mut f, "ret_iii", TypedCallback::direct(|a: i32| -> Iii { Iii(a - 3, -2, 3) }));
+    run_direct(&mut f, "ret_fff", TypedCallback::direct(|a: i32| -> Fff { Fff(a as f32 - 3.5, 2.5, -3.5) }));
+    run_direct(
+        &mut f,
+        "ret_big",
+        TypedCallback::direct(|a: i32, b: f64, c: Big24| -> Big24 {
+            see("scalars", (a, b), (-3, 0.5));
+            see("big24", c, Big24(5, 6.5, 7));
+            Big24(0x0102_0304_0506_0708, -1.75, -42)
+        }),
+    );
+    run_direct(
+        &mut f,
+        "int128",
+        TypedCallback::direct(|a: i128, b: i32, c: u128| -> i128 {
+            see("a", a, ((-0x0123_4567_89ab_cdefi128) << 64) | 0xfedc_ba98_7654_3210);
+            see("b", b, -1);
+            see("c", c, (0x1111_2222_3333_4444u128 << 64) | 0x5555_6666_7777_8888);
+            (0x7fff_ffff_ffff_ffffi128 << 64) | 1
+        }),
+    );
+    run_direct(
+        &mut f,
+        "int128_late",
+        TypedCallback::direct(|a: i64, b: i64, c: i64, d: i64, e: i64, x: i128, g: i64, h: i64, y: i128| -> i128 {
+            see("ints", (a, b, c, d, e, g, h), (1, 2, 3, 4, 5, 6, 7));
+            see("x", x, (0x0102_0304_0506_0708i128 << 64) | 0x1112_1314_1516_1718);
+            see("y", y, (-2i128 << 64) | 0x2122_2324_2526_2728);
+            x + y + i128::from(a + b + c + d + e + g + h)
+        }),
+    );
+    run_direct(
+        &mut f,
+        "int128_split",
+        TypedCallback::direct(|a: i64, b: i64, c: i64, d: i64, e: i64, g: i64, h: i64, x: i128, z: i64| -> i128 {
+            see("ints", (a, b, c, d, e, g, h, z), (1, 2, 3, 4, 5, 6, 7, -8));
+            see("x", x, (0x3132_3334_3536_3738i128 << 64) | 0x4142_4344_4546_4748);
+            x + i128::from(a + b + c + d + e + g + h + z)
+        }),
+    );
+    run_direct(
+        &mut f,
+        "complex",
+        TypedCallback::direct(|a: Complex<f32>, b: Complex<f64>| -> Complex<f64> {
+            see("a", (a.re, a.im), (1.5, 2.5));
+            see("b", (b.re, b.im), (-3.5, 4.5));
+            Complex { re: 0.25, im: -0.75 }
+        }),
+    );
+    // SAFETY: the C caller passes the address of its own int32_t.
+    run_direct(&mut f, "void", TypedCallback::direct(|p: *mut i32, v: i32| unsafe { *p = v + 1 }));
+    // A function item is a handler that captures nothing, too.
+    fn fd4(a: f32, b: f64, c: f32, d: f64) -> f64 {
+        see("floats", (a, b, c, d), (1.5, -2.25, 3.125, 1e300));
+        0.1
+    }
+    run_direct(&mut f, "fd4", TypedCallback::direct(fd4));
+    assert!(f.is_empty(), "{} failures:\n{}", f.len(), f.join("\n"));
+}
+
+/// Negative controls of the direct path: a wrong result and a misread argument are seen.
+#[test]
+fn direct_negative_controls_are_seen() {
+    let mut f = Vec::new();
+    run_direct(
+        &mut f,
+        "ret_big",
+        TypedCallback::direct(|_: i32, _: f64, _: Big24| Big24(0x0102_0304_0506_0708, -1.75, -41)),
+    );
+    run_direct(
+        &mut f,
+        "int128_split",
+        TypedCallback::direct(|_: i64, _: i64, _: i64, _: i64, _: i64, _: i64, _: i64, x: i128, z: i64| -> i128 {
+            see("z", z, 0);
+            x
+        }),
+    );
+    assert_eq!(f.len(), 3, "{f:?}");
+}
+
+/// The direct path refuses the types Rust's `extern "C"` does not place as C does, wherever
+/// they are, with a typed error.
+#[test]
+fn direct_refuses_long_double_and_aligned_structs() {
+    let e = TypedCallback::direct(|_: i32, _: LongDouble| {}).unwrap_err();
+    assert_eq!(
+        e,
+        Error::DirectCallbackType {
+            position: Position::Argument(1),
+            what: "a long double (Rust has no C long double)"
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "the argument 1 of a direct callback is a long double (Rust has no C long double); TypedCallback::new takes it"
+    );
+    let e =
+        TypedCallback::direct(|_: i32| -> Complex<LongDouble> { Complex { re: ld(0.0), im: ld(0.0) } }).unwrap_err();
+    assert!(
+        matches!(e, Error::DirectCallbackType { position: Position::Result, what } if what.contains("_Complex long double")),
+        "{e:?}"
+    );
+
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct WithLd(i32, LongDouble);
+    // SAFETY: `struct { int32_t; long double; }`, this layout.
+    unsafe impl CArg for WithLd {
+        const AGGREGATE: bool = true;
+        fn c_type() -> Type {
+            agg(Aggregate::builder().field(Type::I32).field(Type::LongDouble))
+        }
+    }
+    // SAFETY: an integer and a long double's bytes: every pattern is valid.
+    unsafe impl CallbackValue for WithLd {}
+    let e = TypedCallback::direct(|_: WithLd| {}).unwrap_err();
+    assert!(
+        matches!(e, Error::DirectCallbackType { position: Position::Argument(0), what } if what.starts_with("a long double")),
+        "{e:?}"
+    );
+
+    #[repr(C, align(16))]
+    #[derive(Clone, Copy)]
+    struct Aligned(i64);
+    // SAFETY: `struct __attribute__((aligned(16))) { int64_t; }`, this layout.
+    unsafe impl CArg for Aligned {
+        const AGGREGATE: bool = true;
+        fn c_type() -> Type {
+            Type::Aggregate(
+                Aggregate::from_fields(
+                    16,
+                    16,
+                    vec![nccl_trampoline::Field { offset: 0, ty: Type::I64, count: 1, align: 8 }],
+                )
+                .unwrap(),
+            )
+        }
+    }
+    // SAFETY: an integer and padding.
+    unsafe impl CallbackValue for Aligned {}
+    let e = TypedCallback::direct(|| -> Aligned { Aligned(0) }).unwrap_err();
+    assert!(
+        matches!(e, Error::DirectCallbackType { position: Position::Result, what } if what.contains("alignment")),
+        "{e:?}"
+    );
+    // The record path takes them.
+    assert!(TypedCallback::new(|| -> Aligned { Aligned(0) }).is_ok());
+    assert!(TypedCallback::new(|_: i32, _: LongDouble| {}).is_ok());
+}
+
+/// A direct closure that panics aborts the process with the direct path's message (which also
+/// shows the call took the direct path: the dispatcher's message names the entry instead).
+#[test]
+fn a_direct_panic_aborts_with_a_message() {
+    if std::env::var_os("NT_DIRECT_CHILD").is_some() {
+        let cb = TypedCallback::direct(|a: i32| -> i8 { panic!("direct closure saw {a}") }).unwrap();
+        call_c("ret_i8", cb.as_ptr());
+        unreachable!("the call returned");
+    }
+    let out = common::rerun_self("a_direct_panic_aborts_with_a_message", &[("NT_DIRECT_CHILD", "1")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(6), "not SIGABRT: {:?}\n{stderr}", out.status);
+    assert!(
+        stderr.contains("direct closure saw 1")
+            && stderr.contains("the handler of a direct callback panicked")
+            && stderr.contains("must not unwind into the C caller"),
+        "{stderr}"
+    );
+}
+
+/// Dropping a direct callback clears its entry's direct target: the next callback to take the
+/// entry (a typed one on the record path) runs its own closure there, not the stale function.
+/// In a child process, so that no other test takes the entry first.
+#[test]
+fn a_dropped_direct_entry_is_reused_by_a_record_path_callback() {
+    if std::env::var_os("NT_DIRECT_REUSE_CHILD").is_none() {
+        let out = common::rerun_self(
+            "a_dropped_direct_entry_is_reused_by_a_record_path_callback",
+            &[("NT_DIRECT_REUSE_CHILD", "1")],
+        );
+        assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    let direct = TypedCallback::direct(|a: i32| -> i8 { (a - 8) as i8 }).unwrap();
+    assert_eq!(call_c("ret_i8", direct.as_ptr()), 0);
+    let (index, code) = (direct.pool_index(), direct.as_ptr());
+    drop(direct);
+    // Entries are reused oldest release first: take them until the dropped one comes back.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut held = Vec::new();
+    let reused = loop {
+        let counted = calls.clone();
+        let cb = TypedCallback::new(move |a: i32| -> i8 {
+            counted.fetch_add(1, Ordering::SeqCst);
+            (a - 8) as i8
+        })
+        .unwrap();
+        if cb.pool_index() == index {
+            break cb;
+        }
+        held.push(cb);
+    };
+    assert_eq!(reused.as_ptr(), code);
+    assert_eq!(call_c("ret_i8", reused.as_ptr()), 0);
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the reused entry did not run the new closure");
+    drop((reused, held));
+}

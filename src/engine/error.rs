@@ -254,6 +254,18 @@ pub enum Error {
         /// `align_of` the Rust type.
         rust_align: usize,
     },
+    /// A type the direct path of a typed callback
+    /// ([`TypedCallback::direct`](crate::TypedCallback::direct)) does not take: one Rust's own
+    /// `extern "C"` does not place as C does (`long double`, `_Complex long double`: Rust has no
+    /// C long double), or a struct with an alignment attribute, whose placement was not checked
+    /// against C on every ABI. [`TypedCallback::new`](crate::TypedCallback::new) takes them.
+    #[error("the {position} of a direct callback is {what}; TypedCallback::new takes it")]
+    DirectCallbackType {
+        /// Which argument, or the result.
+        position: Position,
+        /// The C type refused and why, in words ("a long double (Rust has no C long double)").
+        what: &'static str,
+    },
     /// A callback's handler asked for an argument the signature does not have.
     #[error("argument {index} does not exist: the signature has {count}")]
     ArgumentIndex {

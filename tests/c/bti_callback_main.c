@@ -19,6 +19,12 @@
  * SIGILL under BTI and run correctly without it (the rest of the entry does not depend on the
  * pad).
  *
+ * Entry 100 takes the direct path (TypedCallback::direct, docs/adr/0025-callbacks.md): its slot
+ * of cb_direct_slots() holds bti_cb_direct, a C function of the call's signature, which
+ * cb_common reaches with `br x16`; a leaf built with -mbranch-protection=standard, so it starts
+ * with `bti c`, which accepts BR from x16. DIRECT_OFFSET (default 0) is added to that target:
+ * 4 skips its `bti c`, the direct path's negative control (SIGILL under BTI only).
+ *
  * Exit status (raw exit syscall, no libc): 0 success; 10 + n: check n failed.
  */
 #include "layout.h"
@@ -29,6 +35,12 @@
 #ifndef ENTRY_OFFSET
 # define ENTRY_OFFSET 0
 #endif
+#ifndef DIRECT_OFFSET
+# define DIRECT_OFFSET 0
+#endif
+
+/* The entry whose calls take the direct path. */
+#define DIRECT_ENTRY 100
 
 extern const unsigned long TRAMPOLINE_TABLE[T_LEN];
 
@@ -76,7 +88,29 @@ void bti_cb_dispatch(unsigned char *record)
     *(double *)(record + CB_RET_VEC) = 2.0 * (double)index;
 }
 
+/* The direct target of entry DIRECT_ENTRY: the caller's x0..x7 and first stack argument as
+ * it passed them, the same result as the dispatcher gives (d0 aside: the caller does not check
+ * it for this entry). Counted, so that the caller knows the direct path ran. */
+static volatile int direct_calls;
+unsigned long bti_cb_direct(unsigned long a0, unsigned long a1, unsigned long a2, unsigned long a3,
+                            unsigned long a4, unsigned long a5, unsigned long a6, unsigned long a7,
+                            unsigned long s0)
+{
+    const unsigned long a[8] = { a0, a1, a2, a3, a4, a5, a6, a7 };
+    unsigned long sum = DIRECT_ENTRY;
+    for (int k = 0; k < 8; k++) {
+        if (a[k] != (unsigned long)(k + 1) * (DIRECT_ENTRY + 1))
+            failed = failed ? failed : 5;
+        sum += a[k] << (4 * k);
+    }
+    if (s0 != 9)
+        failed = failed ? failed : 6;
+    direct_calls++;
+    return sum;
+}
+
 typedef void (*install_fn)(void (*)(unsigned char *));
+typedef unsigned long *(*direct_slots_fn)(void);
 
 /* f(i * 1, ..., i * 8, 9, 0.5 * (i - 1)) with x8 = 0x8888 (as a caller of a function returning a
  * large struct sets it); returns x0 and, through *d, d0. */
@@ -115,6 +149,8 @@ void __attribute__((noreturn)) _start(void)
 {
     install_fn volatile install = (install_fn)TRAMPOLINE_TABLE[T_CB_INSTALL];
     install(bti_cb_dispatch);
+    direct_slots_fn volatile direct_slots = (direct_slots_fn)TRAMPOLINE_TABLE[T_CB_DIRECT_SLOTS];
+    direct_slots()[DIRECT_ENTRY] = (unsigned long)bti_cb_direct + DIRECT_OFFSET;
     /* The first, a middle and the last entry. */
     static const unsigned long indices[] = { 0, 100, CB_POOL - 1 };
     for (int n = 0; n < 3; n++) {
@@ -129,8 +165,10 @@ void __attribute__((noreturn)) _start(void)
             sys_exit(10 + failed);
         if (got != expected)
             sys_exit(15);
-        if (d != 2.0 * (double)index)
+        if (index != DIRECT_ENTRY && d != 2.0 * (double)index)
             sys_exit(16);
     }
+    if (direct_calls != 1)
+        sys_exit(17);
     sys_exit(0);
 }

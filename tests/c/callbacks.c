@@ -158,6 +158,26 @@ int nt_cbc_complex(complex_fn f) {
     return 0;
 }
 
+/* __int128 where the registers run short: SysV puts it wholly on the stack with one integer
+ * register left (and the next int64_t still takes r9); AAPCS64 skips x5 for the even pair
+ * x6:x7; in int128_split LP64D splits it between a7 and the stack, and AAPCS64 sends it to the
+ * stack with x7 left. */
+typedef __int128 (*int128_late_fn)(int64_t, int64_t, int64_t, int64_t, int64_t, __int128, int64_t, int64_t,
+                                   __int128);
+typedef __int128 (*int128_split_fn)(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, __int128,
+                                    int64_t);
+int nt_cbc_int128_late(int128_late_fn f) {
+    __int128 x = ((__int128)0x0102030405060708LL << 64) | 0x1112131415161718ULL;
+    __int128 y = ((__int128)-2 << 64) | 0x2122232425262728ULL;
+    CHECK(f(1, 2, 3, 4, 5, x, 6, 7, y) == x + y + 28);
+    return 0;
+}
+int nt_cbc_int128_split(int128_split_fn f) {
+    __int128 x = ((__int128)0x3132333435363738LL << 64) | 0x4142434445464748ULL;
+    CHECK(f(1, 2, 3, 4, 5, 6, 7, x, -8) == x + 20);
+    return 0;
+}
+
 /* void result; the handler writes through a pointer argument. */
 typedef void (*void_fn)(int32_t *, int32_t);
 int nt_cbc_void(void_fn f) {

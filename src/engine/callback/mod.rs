@@ -127,6 +127,8 @@ pub struct Callback {
     index: usize,
     code: *const c_void,
     state: *const State,
+    /// The entry has a direct target (`TypedCallback::direct`), cleared first in the drop.
+    direct: bool,
 }
 
 // SAFETY: the callback owns its State (a Send + Sync handler, plain data) and its pool entry;
@@ -169,7 +171,7 @@ impl Callback {
         #[cfg(nccl_trampoline_callbacks)]
         {
             let (index, state, code) = pool::take(Box::new(state))?;
-            Ok(Callback { index, code, state })
+            Ok(Callback { index, code, state, direct: false })
         }
         #[cfg(not(nccl_trampoline_callbacks))]
         {
@@ -210,7 +212,12 @@ impl fmt::Debug for Callback {
 impl Drop for Callback {
     fn drop(&mut self) {
         #[cfg(nccl_trampoline_callbacks)]
-        pool::give_back(self.index, self.state);
+        {
+            if self.direct {
+                pool::clear_direct(self.index);
+            }
+            pool::give_back(self.index, self.state);
+        }
     }
 }
 
@@ -237,7 +244,7 @@ fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
 #[cfg(nccl_trampoline_callbacks)]
 mod pool {
     use core::ffi::c_void;
-    use core::sync::atomic::{AtomicPtr, Ordering};
+    use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
@@ -247,7 +254,7 @@ mod pool {
     use super::view::{CallbackArgs, CallbackResult};
     use super::{fatal, panic_message, State, POOL_SIZE};
     use crate::engine::error::Error;
-    use crate::engine::layout::{T_CB_ENTRY, T_CB_INSTALL};
+    use crate::engine::layout::{T_CB_DIRECT_SLOTS, T_CB_ENTRY, T_CB_INSTALL};
 
     /// One pool entry's slot: the state of the callback holding it (null while free). Which
     /// calls run in it is `running`'s.
@@ -294,6 +301,34 @@ mod pool {
         let state = Box::into_raw(state);
         SLOTS[index].state.store(state, Ordering::SeqCst);
         Ok((index, state, table[T_CB_ENTRY as usize + index] as *const c_void))
+    }
+
+    /// The entries' direct targets: `nt_cb_direct` in the assembly, CB_POOL code addresses
+    /// (0: none), which `nt_cb_common` loads before anything else.
+    fn direct_targets() -> &'static [AtomicUsize; POOL_SIZE] {
+        let table = crate::engine::table().expect("a target with callback entries has the code table");
+        // SAFETY: cb_direct_slots() returns the address of nt_cb_direct: CB_POOL (= POOL_SIZE)
+        // 8-byte words of .bss, 8-aligned, living for the process, written only through this
+        // view (atomic stores); AtomicUsize has usize's layout, 8 bytes on these targets.
+        unsafe {
+            let slots = core::mem::transmute::<usize, unsafe extern "C" fn() -> *const AtomicUsize>(
+                table[T_CB_DIRECT_SLOTS as usize],
+            );
+            &*slots().cast::<[AtomicUsize; POOL_SIZE]>()
+        }
+    }
+
+    /// Sends every call of entry `index` to `target`, a function of the entry's signature; the
+    /// caller holds the entry and has not handed its address out yet.
+    pub(super) fn set_direct(index: usize, target: *const c_void) {
+        // Release: published before the entry's address reaches C, through whatever passes it.
+        direct_targets()[index].store(target as usize, Ordering::Release);
+    }
+
+    /// Sends the calls of entry `index` to the record path again (the drop, before the entry
+    /// goes back to the pool, so no later holder of the entry inherits the target).
+    pub(super) fn clear_direct(index: usize) {
+        direct_targets()[index].store(0, Ordering::SeqCst);
     }
 
     /// Empties slot `index`, waits for its running calls, frees `state` and queues the entry.

@@ -127,6 +127,17 @@ mod sealed {
         /// `args` has one place per argument of `A`, made for `A`'s types, and its record is the
         /// live one of a call with that signature.
         unsafe fn invoke<const SIMPLE: bool>(&self, args: Args<'_, SIMPLE>) -> R;
+
+        /// The direct path's target: the address of an `unsafe extern "C" fn(A0, A1, ..) -> R`
+        /// that runs a handler of type `Self` conjured from nothing (`TypedCallback::direct`).
+        ///
+        /// # Safety
+        ///
+        /// The function behind the address may be called only while a value of `Self` exists
+        /// or was forgotten, `Self` is zero-sized and has no drop glue.
+        unsafe fn direct_target() -> *const core::ffi::c_void
+        where
+            Self: Sized;
     }
 
     pub trait Tuple {}
@@ -218,6 +229,39 @@ macro_rules! arities {
                     // evaluation order of the lets below is the arguments').
                     $(let $a = unsafe { args.next::<$a>() };)*
                     self($($a),*)
+                }
+
+                unsafe fn direct_target() -> *const c_void {
+                    /// The direct path of a handler `F`: C's call lands here, its registers and
+                    /// stack as C left them, through cb_common's tail jump. Rust's `extern "C"`
+                    /// places every argument and the result as C does (TypedCallback::direct
+                    /// refused the types where it does not).
+                    ///
+                    /// # Safety
+                    ///
+                    /// `F` is zero-sized, has no drop glue, and a value of it was forgotten
+                    /// (`direct_target`'s contract).
+                    #[allow(non_snake_case, improper_ctypes_definitions)]
+                    unsafe extern "C" fn direct<F, R, $($a),*>($($a: $a),*) -> R
+                    where
+                        F: Fn($($a),*) -> R,
+                        R: CallbackReturn,
+                        $($a: CallbackValue),*
+                    {
+                        // SAFETY: F is zero-sized, so any aligned non-null address holds one, and
+                        // a value of F exists for good (forgotten): this shared reference
+                        // conjures nothing that was not made (the function's contract).
+                        let handler: &F = unsafe { core::ptr::NonNull::<F>::dangling().as_ref() };
+                        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler($($a),*))) {
+                            Ok(value) => value,
+                            Err(payload) => super::fatal(format_args!(
+                                "the handler of a direct callback panicked ({}); a panic must not unwind into the C caller",
+                                super::panic_message(&*payload)
+                            )),
+                        }
+                    }
+                    let f: unsafe extern "C" fn($($a),*) -> R = direct::<F, R, $($a),*>;
+                    f as *const c_void
                 }
             }
 
@@ -518,29 +562,67 @@ unsafe fn result_address(from: Option<Loc>, record: &mut Record) -> u64 {
     address
 }
 
-/// What the slot's state holds for a typed callback: the places and the closure.
-struct Typed<F> {
+/// What the slot's state holds for a typed callback: the places and the closure (`H = F`), or
+/// for a direct callback a stand-in for the forgotten one (`H = Forgotten<F>`).
+struct Typed<H> {
     places: Box<[ArgPlace]>,
     result: ResultPlace,
-    handler: F,
+    handler: H,
+}
+
+/// Gives the handler `F` a typed callback runs.
+trait Holds<F> {
+    fn get(&self) -> &F;
+}
+
+impl<F> Holds<F> for F {
+    #[inline(always)]
+    fn get(&self) -> &F {
+        self
+    }
+}
+
+/// Stands for a handler `F` that was forgotten: zero-sized, no drop glue, alive for good.
+struct Forgotten<F>(PhantomData<fn() -> F>);
+
+impl<F> Forgotten<F> {
+    /// # Safety
+    ///
+    /// `F` is zero-sized, has no drop glue, and a value of it was forgotten.
+    unsafe fn new() -> Self {
+        Forgotten(PhantomData)
+    }
+}
+
+impl<F> Holds<F> for Forgotten<F> {
+    #[inline(always)]
+    fn get(&self) -> &F {
+        // SAFETY: F is zero-sized, so any aligned non-null address holds one, and a value of F
+        // lives for good (forgotten; `Forgotten::new`'s contract): the reference conjures
+        // nothing that was not made.
+        unsafe { core::ptr::NonNull::<F>::dangling().as_ref() }
+    }
 }
 
 /// A typed callback's `invoke`: reads the arguments, runs the closure, places its result.
 ///
 /// # Safety
 ///
-/// `state.handler` is a `Typed<F>` made for `A` and `R`; the record is the live one of a call
+/// `state.handler` is a `Typed<H>` made for `A` and `R`; the record is the live one of a call
 /// with the state's signature.
 ///
 /// `SIMPLE`: every argument is whole at one place and the result is a word or `void` (checked
 /// when the callback was made): the instance for the common signatures, with no copy of pieces.
-unsafe fn invoke<F: CallbackFn<A, R>, A, R: CallbackReturn, const SIMPLE: bool>(state: &State, record: &mut Record) {
+unsafe fn invoke<H: Holds<F> + 'static, F: CallbackFn<A, R>, A, R: CallbackReturn, const SIMPLE: bool>(
+    state: &State,
+    record: &mut Record,
+) {
     // SAFETY: the function's contract.
-    let typed = unsafe { state.handler::<Typed<F>>() };
+    let typed = unsafe { state.handler::<Typed<H>>() };
     let args = Args::<SIMPLE> { record: &*record, places: &typed.places, next: 0 };
     // SAFETY: one place per argument of A, made for A's types (TypedCallback::new); whole ones
     // when SIMPLE.
-    let value = unsafe { typed.handler.invoke(args) };
+    let value = unsafe { typed.handler.get().invoke(args) };
     // SAFETY: the result place was made for R; a word or void one when SIMPLE.
     unsafe {
         if SIMPLE {
@@ -558,7 +640,8 @@ unsafe fn invoke<F: CallbackFn<A, R>, A, R: CallbackReturn, const SIMPLE: bool>(
 /// is made from them, planned once, and a call runs a dispatch monomorphised for the closure (no
 /// per-call check). [`as_fn`](TypedCallback::as_fn) gives the typed C function pointer,
 /// [`as_ptr`](TypedCallback::as_ptr) its address. The pool, the drop (which waits for calls
-/// running on other threads) and the panic policy (abort with a message) are [`Callback`]'s.
+/// running on other threads, except for a [`direct`](TypedCallback::direct) one) and the panic
+/// policy (abort with a message) are [`Callback`]'s.
 pub struct TypedCallback<A, R> {
     callback: Callback,
     _types: PhantomData<fn(A) -> R>,
@@ -571,6 +654,11 @@ impl<A: CallbackArgTypes, R: CallbackReturn> TypedCallback<A, R> {
     /// [`Error::CallbackLayout`] for a [`CallbackValue`] whose Rust layout is not its C type's,
     /// the placement's errors (limits), and [`Error::CallbackPoolExhausted`].
     pub fn new<F: CallbackFn<A, R>>(handler: F) -> Result<Self, Error> {
+        Self::with_handler::<F, F>(handler)
+    }
+
+    /// A callback whose state holds `handler`, which gives the `F` the calls run.
+    fn with_handler<H: Holds<F> + Send + Sync + 'static, F: CallbackFn<A, R>>(handler: H) -> Result<Self, Error> {
         let signature = Signature::new(A::types(), R::c_type())?;
         check_layouts(&signature, &A::layouts(), (size_of::<R>(), align_of::<R>()))?;
         #[cfg(nccl_trampoline_callbacks)]
@@ -581,17 +669,86 @@ impl<A: CallbackArgTypes, R: CallbackReturn> TypedCallback<A, R> {
             let result = ResultPlace::new(&plan.result, size_of::<R>());
             let simple = places_are_whole(&places) && matches!(result, ResultPlace::Word { .. } | ResultPlace::Void);
             let invoke: unsafe fn(&State, &mut Record) =
-                if simple { invoke::<F, A, R, true> } else { invoke::<F, A, R, false> };
+                if simple { invoke::<H, F, A, R, true> } else { invoke::<H, F, A, R, false> };
             let handler = Box::new(Typed { places, result, handler });
             let callback = Callback::from_state(State { plan, signature, invoke, handler })?;
             Ok(TypedCallback { callback, _types: PhantomData })
         }
         #[cfg(not(nccl_trampoline_callbacks))]
         {
-            let _ = (handler, CallbackPlan::new, invoke::<F, A, R, true>, invoke::<F, A, R, false>);
+            let _ = (handler, CallbackPlan::new, invoke::<H, F, A, R, true>, invoke::<H, F, A, R, false>);
             let _ = (ArgPlace::new, ResultPlace::new, places_are_whole);
             Err(Error::CallbacksUnsupported { target: crate::engine::TARGET })
         }
+    }
+
+    /// A callback whose calls reach `handler` without the record: the direct path
+    /// (docs/adr/0025-callbacks.md, "The direct path"). For a handler that captures nothing
+    /// (a closure without captures or a function item: zero-sized, no drop glue, refused when
+    /// the program is built otherwise), whose types Rust's own `extern "C"` places exactly as C
+    /// does: the integers, `f32`, `f64`, raw pointers, `i128`/`u128`, `Complex<f32>`,
+    /// `Complex<f64>` and `#[repr(C)]` structs of them. The entry's common stub jumps straight
+    /// to an `extern "C" fn(A0, A1, ..) -> R` monomorphised for the handler, with the caller's
+    /// registers and stack untouched: no record, no dispatcher, no running mark. A panic still
+    /// aborts with a message.
+    ///
+    /// ```
+    /// use nccl_trampoline::TypedCallback;
+    ///
+    /// # if nccl_trampoline::Callback::POOL_SIZE == 0 { return Ok(()); }
+    /// let add = TypedCallback::direct(|a: i32, b: i32| -> i32 { a + b })?;
+    /// // SAFETY: `add` lives; C would call it the same way.
+    /// assert_eq!(unsafe { add.as_fn()(2, 3) }, 5);
+    /// # Ok::<(), nccl_trampoline::Error>(())
+    /// ```
+    ///
+    /// A closure with captures is refused when the program is built (`new` takes it):
+    ///
+    /// ```compile_fail
+    /// let offset = 1;
+    /// let _ = nccl_trampoline::TypedCallback::direct(move |a: i32| -> i32 { a + offset });
+    /// ```
+    ///
+    /// Drop: the entry's direct target is cleared, then the entry goes back to the pool. Unlike
+    /// the other forms, the drop does not wait for calls already running (the direct path marks
+    /// none): there is no state for them to lose, the handler being code only. A C call through
+    /// the pointer after the drop is the same contract violation as for the other forms: it runs
+    /// whatever callback has the entry then, or aborts if none has.
+    ///
+    /// Errors: [`Error::DirectCallbackType`] for `long double`, `_Complex long double` (Rust has
+    /// no C long double) and structs with an alignment attribute (anywhere in an argument or the
+    /// result); then those of [`new`](TypedCallback::new).
+    pub fn direct<F: CallbackFn<A, R>>(handler: F) -> Result<Self, Error> {
+        const {
+            assert!(
+                size_of::<F>() == 0 && !core::mem::needs_drop::<F>(),
+                "TypedCallback::direct takes a handler that captures nothing (zero-sized, no drop glue): use TypedCallback::new"
+            )
+        };
+        let signature = Signature::new(A::types(), R::c_type())?;
+        for (i, ty) in signature.args().iter().enumerate() {
+            if let Some(what) = direct_refusal(ty) {
+                return Err(Error::DirectCallbackType { position: Position::Argument(i), what });
+            }
+        }
+        if let Some(what) = signature.ret().and_then(direct_refusal) {
+            return Err(Error::DirectCallbackType { position: Position::Result, what });
+        }
+        // The handler lives for good: forgotten, so the direct function (and the record path,
+        // which the entry's state keeps for a call that races the drop) may conjure it at any
+        // time.
+        core::mem::forget(handler);
+        // SAFETY: F is zero-sized without drop glue (checked above) and forgotten (just now).
+        #[cfg_attr(not(nccl_trampoline_callbacks), allow(unused_mut))]
+        let mut this = Self::with_handler::<Forgotten<F>, F>(unsafe { Forgotten::new() })?;
+        #[cfg(nccl_trampoline_callbacks)]
+        {
+            // SAFETY: as above.
+            let target = unsafe { <F as Invoke<A, R>>::direct_target() };
+            super::pool::set_direct(this.callback.index, target);
+            this.callback.direct = true;
+        }
+        Ok(this)
     }
 
     /// The typed C function pointer, `unsafe extern "C" fn(A0, A1, ..) -> R`: to call, or to
@@ -620,6 +777,26 @@ impl<A: CallbackArgTypes, R: CallbackReturn> TypedCallback<A, R> {
     /// The index of the pool entry this callback holds.
     pub fn pool_index(&self) -> usize {
         self.callback.pool_index()
+    }
+}
+
+/// Why the direct path does not take `ty`, if it does not. The others Rust's `extern "C"` places
+/// as C does on SysV x86-64, AAPCS64 and LP64D (rustc_target's `abi::call` implements each
+/// ABI's classification for the integers, floats, pointers, `i128` (16-aligned since Rust 1.77,
+/// passed as GCC does since LLVM 18) and `#[repr(C)]` structs, complex numbers being structs of
+/// two floats on all three); tests/typed_callbacks.rs checks every family against C callers.
+fn direct_refusal(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::LongDouble => Some("a long double (Rust has no C long double)"),
+        Type::ComplexLongDouble => Some("a _Complex long double (Rust has no C long double)"),
+        Type::Aggregate(a) => {
+            if a.align() != a.natural_align() || a.fields().iter().any(|f| f.align != f.ty.align()) {
+                Some("a struct with an alignment attribute (its placement by Rust is not checked against C)")
+            } else {
+                a.fields().iter().find_map(|f| direct_refusal(&f.ty))
+            }
+        }
+        _ => None,
     }
 }
 
