@@ -578,6 +578,32 @@ mod bti {
         spawn(&qemu(), &["-cpu", cpu, prog], Some(dir))
     }
 
+    /// A negative control's verdict: `prog` exits 0 on a CPU without FEAT_BTI (so the program is
+    /// correct and whatever kills it under `-cpu max` is BTI, not a bug in it), and dies with
+    /// SIGILL under `-cpu max` (`what` was entered past its landing pad). Returns how it died.
+    fn exits_0_without_bti_and_sigill_with_it(dir: &Path, prog: &str, what: &str) -> String {
+        let out = run(dir, "cortex-a57", prog);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{prog} under `{} -cpu cortex-a57` (no BTI): {}; the negative control is broken\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // qemu-user re-raises the guest's fatal signal on itself; through a shell that reads 132.
+        let out = run(dir, "max", prog);
+        let sigill = out.status.signal() == Some(SIGILL) || out.status.code() == Some(128 + SIGILL);
+        assert!(
+            sigill,
+            "{prog} under `{} -cpu max`: {}, expected SIGILL: BTI is not enforced on {what}\n{}",
+            qemu(),
+            describe(out.status),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        describe(out.status)
+    }
+
     /// Called indirectly from BTI-guarded code, the entries' `bti c` lets the calls in, the
     /// handlers' `bti j` lets the walk's jumps in; the `paciasp`/`autiasp` pairs round-trip;
     /// the call op and a straight-line body enter C callees with landing pads by `br x16`;
@@ -635,29 +661,8 @@ mod bti {
             "the negative callee starts with a landing pad: {first:?}"
         );
 
-        // On a CPU without FEAT_BTI the same program is correct and exits 0: whatever kills it
-        // under -cpu max is BTI, not a bug in the program.
-        let out = run(&dir, "cortex-a57", &prog);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{prog} under `{} -cpu cortex-a57` (no BTI): {}; the negative control is broken\n{}",
-            qemu(),
-            describe(out.status),
-            String::from_utf8_lossy(&out.stderr)
-        );
-
-        // qemu-user re-raises the guest's fatal signal on itself; through a shell that reads 132.
-        let out = run(&dir, "max", &prog);
-        let sigill = out.status.signal() == Some(SIGILL) || out.status.code() == Some(128 + SIGILL);
-        assert!(
-            sigill,
-            "{prog} under `{} -cpu max`: {}, expected SIGILL: BTI is not enforced\n{}",
-            qemu(),
-            describe(out.status),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        println!("hardening: callee without landing pad: exit 0 without BTI, {} with BTI", describe(out.status));
+        let died = exits_0_without_bti_and_sigill_with_it(&dir, &prog, "the callee");
+        println!("hardening: callee without landing pad: exit 0 without BTI, {died} with BTI");
     }
 
     /// Callback entries (ADR 25) called indirectly from BTI-guarded code: each entry's `bti c`
@@ -706,28 +711,8 @@ mod bti {
             .map(|(_, i)| i.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
             .unwrap_or_default();
         assert_eq!(first, "bti c", "bti_cb_direct does not start with `bti c`: the control would prove nothing");
-        let out = run(&dir, "cortex-a57", &prog);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{prog} under `{} -cpu cortex-a57` (no BTI): {}; the negative control is broken\n{}",
-            qemu(),
-            describe(out.status),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = run(&dir, "max", &prog);
-        let sigill = out.status.signal() == Some(SIGILL) || out.status.code() == Some(128 + SIGILL);
-        assert!(
-            sigill,
-            "{prog} under `{} -cpu max`: {}, expected SIGILL: BTI is not enforced on the direct path\n{}",
-            qemu(),
-            describe(out.status),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        println!(
-            "hardening: a direct target entered past its landing pad: exit 0 without BTI, {} with BTI",
-            describe(out.status)
-        );
+        let died = exits_0_without_bti_and_sigill_with_it(&dir, &prog, "the direct path");
+        println!("hardening: a direct target entered past its landing pad: exit 0 without BTI, {died} with BTI");
     }
 
     /// Negative control for the callback entries: the same program entering every entry 4 bytes
@@ -761,27 +746,7 @@ mod bti {
             );
         }
 
-        let out = run(&dir, "cortex-a57", &prog);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{prog} under `{} -cpu cortex-a57` (no BTI): {}; the negative control is broken\n{}",
-            qemu(),
-            describe(out.status),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = run(&dir, "max", &prog);
-        let sigill = out.status.signal() == Some(SIGILL) || out.status.code() == Some(128 + SIGILL);
-        assert!(
-            sigill,
-            "{prog} under `{} -cpu max`: {}, expected SIGILL: BTI is not enforced on the callback entries\n{}",
-            qemu(),
-            describe(out.status),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        println!(
-            "hardening: callback entries entered past their landing pad: exit 0 without BTI, {} with BTI",
-            describe(out.status)
-        );
+        let died = exits_0_without_bti_and_sigill_with_it(&dir, &prog, "the callback entries");
+        println!("hardening: callback entries entered past their landing pad: exit 0 without BTI, {died} with BTI");
     }
 }
