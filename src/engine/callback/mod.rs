@@ -19,6 +19,7 @@
 //! back of the free queue, so it is reused as late as possible.
 
 pub(crate) mod frame;
+pub(crate) mod place;
 pub(crate) mod plan;
 #[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
 mod running;
@@ -128,6 +129,7 @@ pub struct Callback {
     code: *const c_void,
     state: *const State,
     /// The entry has a direct target (`TypedCallback::direct`), cleared first in the drop.
+    #[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
     direct: bool,
 }
 
@@ -394,8 +396,8 @@ mod pool {
         // Register results are at most 64 bytes (AAPCS64: an HFA of four long doubles in
         // q0..q3; x86-64's largest is 32, a `_Complex long double`), then zeros.
         #[repr(C, align(16))]
-        struct Buffer([u8; super::typed::RESULT_BUFFER]);
-        let mut buffer = Buffer([0; super::typed::RESULT_BUFFER]);
+        struct Buffer([u8; super::place::RESULT_BUFFER]);
+        let mut buffer = Buffer([0; super::place::RESULT_BUFFER]);
         let ty = state.signature.ret();
         let dst = match state.plan.result {
             ResultSink::Memory { from } => {
@@ -424,7 +426,7 @@ mod pool {
                 *record.first_int_result() = dst as usize as u64
             }
             ResultSink::Regs { pieces, extend } => {
-                super::typed::place_register_result(pieces, &buffer.0, record);
+                super::place::place_register_result(pieces, &buffer.0, record);
                 if let (Some(signed), Some(p)) = (extend, pieces.first()) {
                     let word = record.first_int_result();
                     let bits = 8 * p.len;
