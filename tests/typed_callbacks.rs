@@ -16,7 +16,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use common::{build_shared, repo_file, work_dir, Oracle};
+use common::{build_shared, compiler_version, known_compiler_bug, repo_file, work_dir, Oracle};
 use nccl_trampoline::{Aggregate, CArg, CallbackValue, Complex, Error, LongDouble, Position, Type, TypedCallback};
 
 fn c_callers() -> &'static Oracle {
@@ -439,11 +439,23 @@ where
         Err(e) => return failures.push(format!("{shape}: {e}")),
     };
     let line = call_c(shape, cb.as_ptr());
-    for m in std::mem::take(&mut *DIRECT_SEEN.lock().unwrap()) {
-        failures.push(format!("{shape} (direct): argument {m}"));
-    }
+    let mut seen: Vec<String> = std::mem::take(&mut *DIRECT_SEEN.lock().unwrap())
+        .into_iter()
+        .map(|m| format!("{shape} (direct): argument {m}"))
+        .collect();
     if line != 0 {
-        failures.push(format!("{shape} (direct): the C caller's check at tests/c/callbacks.c:{line} failed"));
+        seen.push(format!("{shape} (direct): the C caller's check at tests/c/callbacks.c:{line} failed"));
+    }
+    // A shape the oracle compiler is known to get wrong (clang < 20's __int128 in memory on
+    // x86-64) must still disagree, and is not counted: the direct path is rustc's placement,
+    // which follows the ABI.
+    let compiler = compiler_version();
+    match known_compiler_bug(&compiler, cb.signature()) {
+        None => failures.extend(seen),
+        Some(bug) if seen.is_empty() => {
+            failures.push(format!("{shape} (direct): {compiler:?} now agrees with the ABI; drop the exclusion: {bug}"))
+        }
+        Some(bug) => eprintln!("{shape} (direct): not compared, the compiler's known bug still reproduced: {bug}"),
     }
 }
 
@@ -604,12 +616,14 @@ fn direct_negative_controls_are_seen() {
         "ret_big",
         TypedCallback::direct(|_: i32, _: f64, _: Big24| Big24(0x0102_0304_0506_0708, -1.75, -41)),
     );
+    // A wrong expectation and a wrong result (shape `ints6`: no oracle compiler's known bug
+    // applies, so both must be seen with every compiler).
     run_direct(
         &mut f,
-        "int128_split",
-        TypedCallback::direct(|_: i64, _: i64, _: i64, _: i64, _: i64, _: i64, _: i64, x: i128, z: i64| -> i128 {
-            see("z", z, 0);
-            x
+        "ints6",
+        TypedCallback::direct(|_: i8, _: u8, _: i16, _: u16, _: i32, g: u32| -> i64 {
+            see("g", g, 0);
+            0
         }),
     );
     assert_eq!(f.len(), 3, "{f:?}");
