@@ -417,14 +417,17 @@ fn a_typed_panic_aborts_with_a_message() {
 // ---------------------------------------------------------------------------------------------
 // The direct path (`TypedCallback::direct`): the same C callers reach capture-free closures
 // through cb_common's tail jump, without the record. The closures capture nothing, so what
-// they see goes to a static list.
+// they see goes to a thread-local list: C calls them on the thread that called C, and the test
+// harness runs tests on threads of their own at the same time.
 
-/// Mismatches the direct closures saw, by shape (the tests that use it run one at a time).
-static DIRECT_SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+thread_local! {
+    /// Mismatches the direct closures this thread ran saw, since the last `run_direct`.
+    static DIRECT_SEEN: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 fn see<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) {
     if got != want {
-        DIRECT_SEEN.lock().unwrap().push(format!("{what}: {got:?}, expected {want:?}"));
+        DIRECT_SEEN.with(|seen| seen.borrow_mut().push(format!("{what}: {got:?}, expected {want:?}")));
     }
 }
 
@@ -439,7 +442,8 @@ where
         Err(e) => return failures.push(format!("{shape}: {e}")),
     };
     let line = call_c(shape, cb.as_ptr());
-    let mut seen: Vec<String> = std::mem::take(&mut *DIRECT_SEEN.lock().unwrap())
+    let mut seen: Vec<String> = DIRECT_SEEN
+        .with(|seen| std::mem::take(&mut *seen.borrow_mut()))
         .into_iter()
         .map(|m| format!("{shape} (direct): argument {m}"))
         .collect();
