@@ -60,6 +60,7 @@ pub mod launch;
 pub mod nccl;
 #[doc(hidden)]
 pub mod oracle;
+pub mod plugin;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
