@@ -3,11 +3,14 @@
 //! loads plugins the way NCCL does (docs/adr/0026-plugins.md).
 
 pub mod common;
+pub mod error;
 pub(crate) mod declare;
+pub mod host;
 pub mod net;
 
 pub use common::{DebugLogger, LogLevel, NcclResult, ProfilerCallback, Subsystem};
 pub use declare::CLayout;
+pub use error::PluginError;
 
 /// Every layout declared, family by family: what tests/plugin_layouts.rs checks against the C
 /// compiler.
