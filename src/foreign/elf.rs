@@ -353,6 +353,8 @@ struct Symbol {
     other: u8,
     shndx: u16,
     value: u64,
+    /// `st_size`: an object's bytes.
+    size: u64,
 }
 
 impl Symbol {
@@ -624,6 +626,30 @@ impl Image {
             5 => Definition::Other("a common block"),
             _ => Definition::Other("a symbol of an unknown type"),
         })
+    }
+
+    /// The size in bytes (`st_size`) of the data object the file exports as `name`, if it
+    /// exports one by that name.
+    pub(crate) fn object_size(&self, name: &str) -> Option<u64> {
+        self.symbols
+            .iter()
+            .find(|s| s.exported() && s.kind() == STT_OBJECT && self.name(s) == Some(name))
+            .map(|s| s.size)
+    }
+
+    /// The names of the data objects the file exports that start with `prefix`, sorted.
+    pub(crate) fn exported_objects(&self, prefix: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .symbols
+            .iter()
+            .filter(|s| s.exported() && s.kind() == STT_OBJECT)
+            .filter_map(|s| self.name(s))
+            .filter(|n| n.starts_with(prefix))
+            .map(String::from)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// The names of the functions the file defines and exports (global or weak, default or
@@ -924,7 +950,7 @@ impl<R: Read + Seek> Reader<R> {
         tables.push(Table { start: symtab_at, end: symtab_at + symtab_size, what: "inside the symbol table" });
         let symbols: Vec<Symbol> = symtab
             .chunks_exact(SYM_BYTES as usize)
-            .map(|s| Symbol { name: u32_at(s, 0), info: s[4], other: s[5], shndx: u16_at(s, 6), value: u64_at(s, 8) })
+            .map(|s| Symbol { name: u32_at(s, 0), info: s[4], other: s[5], shndx: u16_at(s, 6), value: u64_at(s, 8), size: u64_at(s, 16) })
             .collect();
         let tls_size = tls_memsz(&mut self)?;
         self.tls_size = tls_size;

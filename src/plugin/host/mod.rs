@@ -5,3 +5,4 @@
 pub mod names;
 pub(crate) mod printf;
 pub mod logger;
+pub mod load;
