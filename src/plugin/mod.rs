@@ -7,6 +7,7 @@ pub mod error;
 pub(crate) mod declare;
 pub mod host;
 pub mod net;
+pub mod net_bench;
 
 pub use common::{DebugLogger, LogLevel, NcclResult, ProfilerCallback, Subsystem};
 pub use declare::CLayout;

@@ -1,0 +1,519 @@
+//! A network plugin's test bench: what NCCL asks of a network plugin, in host memory over the
+//! plugin's own loopback, in one process, every result checked and every step bounded.
+//!
+//! `init` with the host's logger, `devices`, `getProperties` of every device, then on one
+//! device `listen`, the non-blocking `connect`/`accept` loops NCCL's proxy runs (each call
+//! may hand back NULL: "call again"), `regMr` of host buffers, and for each size from
+//! `min_size` to `max_size` (powers of two) `irecv` then `isend` (each retried while the plugin
+//! hands back a NULL request, as NCCL retries) and `test` until both complete, the received
+//! size and every byte checked, `iflush` after the receive when the plugin asks for it
+//! (`forceFlush`) or the caller does; then `deregMr` and the three close calls.
+//!
+//! Never a hang: every plugin call runs on a thread of the bench's own, watched; a loop that
+//! does not finish within the deadline ends with [`PluginError::Deadline`], and so does a
+//! call that does not return (that thread is then left to itself). Never a crash from what a
+//! plugin hands back: NULL comms and requests reported as success, impossible sizes and
+//! unreadable strings are typed errors; its log's formats are read with the host's `printf`.
+
+use core::ffi::{c_char, c_int, c_void};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::nccl::NcclResult;
+use crate::plugin::error::PluginError;
+use crate::plugin::host::load::Plugin;
+use crate::plugin::host::logger::{LogLine, Logger};
+use crate::plugin::host::names::Family;
+use crate::plugin::host::printf::read_c_string;
+use crate::plugin::net::{self, NetPropertiesV8, NetV8, NetV8Calls};
+
+/// What the bench does.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// The longest any one call or loop may take.
+    pub deadline: Duration,
+    /// The first message size (bytes, at least 1).
+    pub min_size: usize,
+    /// The last message size (bytes).
+    pub max_size: usize,
+    /// Timed round trips per size (at least one; fewer for sizes above 1 MiB).
+    pub iterations: usize,
+    /// Call `iflush` after every receive even when the plugin does not ask for it.
+    pub flush: bool,
+    /// The device (default 0).
+    pub device: i32,
+    /// Print the plugin's log lines to standard error as they come.
+    pub echo_log: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            deadline: Duration::from_secs(10),
+            min_size: 1,
+            max_size: 64 << 20,
+            iterations: 20,
+            flush: false,
+            device: 0,
+            echo_log: false,
+        }
+    }
+}
+
+/// A network device as its plugin describes it (the fields of every version; `None` where the
+/// plugin's version has no such field).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceProperties {
+    /// `name`.
+    pub name: String,
+    /// `pciPath`.
+    pub pci_path: String,
+    /// `guid`.
+    pub guid: u64,
+    /// `ptrSupport`: `net::PTR_HOST | PTR_CUDA | PTR_DMABUF`.
+    pub ptr_support: i32,
+    /// `regIsGlobal` (v7 on).
+    pub reg_is_global: Option<bool>,
+    /// `forceFlush` (v9 on).
+    pub force_flush: Option<bool>,
+    /// `speed` in Mbps.
+    pub speed: i32,
+    /// `port`.
+    pub port: i32,
+    /// `latency` in µs.
+    pub latency: f32,
+    /// `maxComms`.
+    pub max_comms: i32,
+    /// `maxRecvs`.
+    pub max_recvs: i32,
+    /// `netDeviceType` (v7 on).
+    pub device_type: Option<i32>,
+    /// `netDeviceVersion` (v7 on).
+    pub device_version: Option<i32>,
+}
+
+impl DeviceProperties {
+    /// `ptrSupport` in words.
+    pub fn pointers(&self) -> String {
+        let mut kinds = Vec::new();
+        for (bit, word) in [(net::PTR_HOST, "host"), (net::PTR_CUDA, "cuda"), (net::PTR_DMABUF, "dmabuf")] {
+            if self.ptr_support & bit != 0 {
+                kinds.push(word);
+            }
+        }
+        if kinds.is_empty() {
+            "none".to_string()
+        } else {
+            kinds.join("|")
+        }
+    }
+}
+
+/// One size's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeResult {
+    /// Bytes per message.
+    pub size: usize,
+    /// The tag used.
+    pub tag: i32,
+    /// Round trips timed.
+    pub iterations: usize,
+    /// Mean time from posting the receive to both requests done, µs.
+    pub latency_us: f64,
+    /// `size / latency`, GB/s.
+    pub bandwidth_gbs: f64,
+}
+
+/// What the bench saw.
+#[derive(Clone, Debug, Default)]
+pub struct BenchReport {
+    /// The plugin's name (its table's `name`).
+    pub name: String,
+    /// Every device's properties.
+    pub devices: Vec<DeviceProperties>,
+    /// `connect` and `accept` calls until both comms were there.
+    pub connect_calls: usize,
+    /// As above, `accept`.
+    pub accept_calls: usize,
+    /// `iflush` calls made.
+    pub flushes: usize,
+    /// Each size, every byte checked.
+    pub sizes: Vec<SizeResult>,
+    /// What the plugin logged.
+    pub log: Vec<LogLine>,
+}
+
+/// The call in progress on the bench's thread, for the watch.
+type Current = Arc<Mutex<Option<(String, Instant)>>>;
+
+/// Runs the bench on `plugin` (a network plugin).
+pub fn run(plugin: &Plugin, options: &BenchOptions) -> Result<BenchReport, PluginError> {
+    if plugin.family != Family::Net {
+        return Err(PluginError::Contract {
+            call: "net-bench".into(),
+            what: format!("{} is a {} plugin, not a network plugin", plugin.path.display(), plugin.family.label()),
+        });
+    }
+    if options.min_size == 0 || options.min_size > options.max_size || options.max_size > i32::MAX as usize {
+        return Err(PluginError::Contract {
+            call: "net-bench".into(),
+            what: format!("sizes {}..{}: give 1 <= min <= max < 2 GiB", options.min_size, options.max_size),
+        });
+    }
+    let logger = Arc::new(Logger::new(options.echo_log)?);
+    let current: Current = Arc::default();
+    let (done, result) = mpsc::channel();
+    let (plugin, options, worker_logger, watched) = (plugin.clone(), options.clone(), logger.clone(), current.clone());
+    let deadline = options.deadline;
+    std::thread::Builder::new()
+        .name("net-bench".into())
+        .spawn(move || {
+            let outcome = Bench::new(&plugin, &options, &worker_logger, watched).and_then(|mut bench| bench.run());
+            let _ = done.send(outcome);
+        })
+        .map_err(|e| PluginError::Contract { call: "net-bench".into(), what: format!("cannot start its thread: {e}") })?;
+    loop {
+        match result.recv_timeout(Duration::from_millis(5)) {
+            Ok(outcome) => {
+                return outcome.map(|mut report| {
+                    report.log = logger.take();
+                    report
+                })
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PluginError::Contract { call: "net-bench".into(), what: "its thread ended without a result".into() })
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let late = current.lock().ok().and_then(|c| c.as_ref().filter(|(_, t)| t.elapsed() > deadline).map(|(n, _)| n.clone()));
+        if let Some(call) = late {
+            // The plugin's function has not returned: leave its thread (and the logger it may
+            // still call, which it holds) and report.
+            std::mem::forget(logger);
+            return Err(PluginError::Deadline { call, deadline, returned: false });
+        }
+    }
+}
+
+/// The bench's state on its own thread.
+struct Bench<'a> {
+    calls: Arc<NetV8Calls>,
+    name: String,
+    options: &'a BenchOptions,
+    logger: &'a Logger,
+    current: Current,
+    report: BenchReport,
+}
+
+impl<'a> Bench<'a> {
+    fn new(plugin: &Plugin, options: &'a BenchOptions, logger: &'a Logger, current: Current) -> Result<Self, PluginError> {
+        if plugin.version.version != 8 {
+            return Err(PluginError::Contract {
+                call: "net-bench".into(),
+                what: format!("the bench drives ncclNet_v8_t; this plugin is {}", plugin.version.symbol),
+            });
+        }
+        // SAFETY: the version's table type (checked just above).
+        let table: &NetV8 = unsafe { plugin.table::<NetV8>() };
+        // SAFETY: each entry of a checked table has its declared prototype (the plugin's
+        // contract with NCCL), and the library is never unloaded.
+        let calls = unsafe { NetV8Calls::bind(table) }.map_err(PluginError::Core)?;
+        let name = string(table.name as usize).unwrap_or_else(|| "(unreadable name)".into());
+        Ok(Bench { calls: Arc::new(calls), name, options, logger, current, report: BenchReport::default() })
+    }
+
+    /// Calls `f` (one plugin function) watched; an error result becomes [`PluginError::Call`].
+    fn call(&self, what: impl Into<String>, f: impl FnOnce() -> NcclResult) -> Result<(), PluginError> {
+        let what = what.into();
+        if let Ok(mut c) = self.current.lock() {
+            *c = Some((what.clone(), Instant::now()));
+        }
+        let code = f();
+        if let Ok(mut c) = self.current.lock() {
+            *c = None;
+        }
+        if code.is_success() {
+            Ok(())
+        } else {
+            let log = self.logger.lines().last().map(ToString::to_string);
+            Err(PluginError::Call { call: what, code, log })
+        }
+    }
+
+    fn entry<'t, T>(entry: &'t Option<T>, name: &str) -> Result<&'t T, PluginError> {
+        entry.as_ref().ok_or_else(|| PluginError::Contract { call: name.into(), what: "NULL in the table".into() })
+    }
+
+    fn late(&self, started: Instant, what: &str) -> Result<(), PluginError> {
+        if started.elapsed() > self.options.deadline {
+            Err(PluginError::Deadline { call: what.into(), deadline: self.options.deadline, returned: true })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn run(&mut self) -> Result<BenchReport, PluginError> {
+        let c = self.calls.clone();
+        let (init, devices, get_properties) =
+            (Self::entry(&c.init, "init")?, Self::entry(&c.devices, "devices")?, Self::entry(&c.getProperties, "getProperties")?);
+        let logger = self.logger.as_c();
+        // SAFETY (every plugin call below): the entry's prototype, with arguments that are valid
+        // for it: out-pointers to live locals, buffers of the sizes given, comms and requests the
+        // plugin handed out and has not been told to close.
+        self.call("init", || unsafe { init.call((logger,)) })?;
+        let mut ndev: c_int = -1;
+        self.call("devices", || unsafe { devices.call((&mut ndev,)) })?;
+        if !(1..=1024).contains(&ndev) {
+            return Err(PluginError::Contract { call: "devices".into(), what: format!("reports {ndev} devices") });
+        }
+        for dev in 0..ndev {
+            // SAFETY: zero is a valid NetPropertiesV8 (integers, floats, null pointers).
+            let mut props: NetPropertiesV8 = unsafe { core::mem::zeroed() };
+            self.call(format!("getProperties({dev})"), || unsafe { get_properties.call((dev, &mut props)) })?;
+            self.report.devices.push(properties_v8(dev, &props)?);
+        }
+        let dev = self.options.device;
+        let props = self.report.devices.get(dev as usize).cloned().ok_or_else(|| PluginError::Contract {
+            call: "net-bench".into(),
+            what: format!("device {dev} asked for, the plugin has {ndev}"),
+        })?;
+        if props.ptr_support & net::PTR_HOST == 0 {
+            return Err(PluginError::Contract {
+                call: format!("getProperties({dev})"),
+                what: format!("ptrSupport {:#x} lacks NCCL_PTR_HOST: the bench sends host memory", props.ptr_support),
+            });
+        }
+        self.report.name = self.name.clone();
+        let (send, recv, listen) = self.connect(dev)?;
+        let outcome = self.exchange(send, recv, props.force_flush == Some(true));
+        let closed = self.close(send, recv, listen);
+        outcome.and(closed)?;
+        Ok(std::mem::take(&mut self.report))
+    }
+
+    /// `listen`, then `connect` and `accept` in turn until both hand back a comm.
+    fn connect(&mut self, dev: c_int) -> Result<(*mut c_void, *mut c_void, *mut c_void), PluginError> {
+        let c = self.calls.clone();
+        let (listen, connect, accept) =
+            (Self::entry(&c.listen, "listen")?, Self::entry(&c.connect, "connect")?, Self::entry(&c.accept, "accept")?);
+        let mut handle = [0u8; net::HANDLE_MAXSIZE];
+        let mut listen_comm: *mut c_void = core::ptr::null_mut();
+        // SAFETY: as in run; the handle holds NCCL_NET_HANDLE_MAXSIZE bytes.
+        self.call("listen", || unsafe { listen.call((dev, handle.as_mut_ptr().cast(), &mut listen_comm)) })?;
+        if listen_comm.is_null() {
+            return Err(PluginError::Contract { call: "listen".into(), what: "success with a NULL listenComm".into() });
+        }
+        let (mut send, mut recv) = (core::ptr::null_mut::<c_void>(), core::ptr::null_mut::<c_void>());
+        let (mut send_dev, mut recv_dev) = (core::ptr::null_mut(), core::ptr::null_mut());
+        let started = Instant::now();
+        while send.is_null() || recv.is_null() {
+            if send.is_null() {
+                self.report.connect_calls += 1;
+                // SAFETY: as in run.
+                self.call("connect", || unsafe { connect.call((dev, handle.as_mut_ptr().cast(), &mut send, &mut send_dev)) })?;
+            }
+            if recv.is_null() {
+                self.report.accept_calls += 1;
+                // SAFETY: as in run.
+                self.call("accept", || unsafe { accept.call((listen_comm, &mut recv, &mut recv_dev)) })?;
+            }
+            self.late(started, "connect/accept")?;
+        }
+        Ok((send, recv, listen_comm))
+    }
+
+    /// Every size, both ways timed, every byte checked.
+    fn exchange(&mut self, send: *mut c_void, recv: *mut c_void, force_flush: bool) -> Result<(), PluginError> {
+        let c = self.calls.clone();
+        let (reg, dereg) = (Self::entry(&c.regMr, "regMr")?, Self::entry(&c.deregMr, "deregMr")?);
+        let max = self.options.max_size;
+        let mut out = vec![0u8; max];
+        let mut into = vec![0u8; max];
+        let (mut send_mr, mut recv_mr) = (core::ptr::null_mut::<c_void>(), core::ptr::null_mut::<c_void>());
+        // SAFETY: as in run; the buffers hold `max` bytes and outlive the registrations (deregMr
+        // below, before they drop).
+        self.call(format!("regMr(send, {max} B)"), || unsafe { reg.call((send, out.as_mut_ptr().cast(), max, net::PTR_HOST, &mut send_mr)) })?;
+        let registered = self
+            .call(format!("regMr(recv, {max} B)"), || unsafe { reg.call((recv, into.as_mut_ptr().cast(), max, net::PTR_HOST, &mut recv_mr)) });
+        let outcome = registered.and_then(|()| {
+            let mut size = self.options.min_size;
+            let mut tag = 1;
+            loop {
+                self.one_size(send, recv, (&mut out, send_mr), (&mut into, recv_mr), size, tag, force_flush)?;
+                if size >= max {
+                    return Ok(());
+                }
+                size = (size * 2).min(max);
+                tag += 1;
+            }
+        });
+        // SAFETY: as in run: handles this bench registered.
+        let freed = self.call("deregMr(send)", || unsafe { dereg.call((send, send_mr)) });
+        let freed = freed.and(if recv_mr.is_null() { Ok(()) } else { self.call("deregMr(recv)", || unsafe { dereg.call((recv, recv_mr)) }) });
+        outcome.and(freed)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn one_size(
+        &mut self,
+        send: *mut c_void,
+        recv: *mut c_void,
+        (out, send_mr): (&mut [u8], *mut c_void),
+        (into, recv_mr): (&mut [u8], *mut c_void),
+        size: usize,
+        tag: i32,
+        force_flush: bool,
+    ) -> Result<(), PluginError> {
+        let iterations = if size > 1 << 20 { self.options.iterations.clamp(1, 3) } else { self.options.iterations.max(1) };
+        let mut total = Duration::ZERO;
+        for round in 0..iterations {
+            let seed = (size as u32).wrapping_mul(2_654_435_761).wrapping_add(round as u32);
+            for (i, b) in out[..size].iter_mut().enumerate() {
+                *b = (i as u32).wrapping_mul(131).wrapping_add(seed >> 7) as u8;
+            }
+            into[..size].fill(!out[0]);
+            let started = Instant::now();
+            self.transfer(send, recv, (out.as_mut_ptr(), send_mr), (into.as_mut_ptr(), recv_mr), size, tag, force_flush)?;
+            total += started.elapsed();
+            if let Some(offset) = out[..size].iter().zip(&into[..size]).position(|(a, b)| a != b) {
+                return Err(PluginError::Corrupt { size, tag, offset, got: into[offset], expected: out[offset] });
+            }
+        }
+        let latency_us = total.as_secs_f64() * 1e6 / iterations as f64;
+        self.report.sizes.push(SizeResult {
+            size,
+            tag,
+            iterations,
+            latency_us,
+            bandwidth_gbs: size as f64 / (latency_us * 1e3),
+        });
+        Ok(())
+    }
+
+    /// One message: `irecv`, `isend` (each retried while the request is NULL), `test` both to
+    /// completion, the received size checked, then `iflush` if asked.
+    #[allow(clippy::too_many_arguments)]
+    fn transfer(
+        &mut self,
+        send: *mut c_void,
+        recv: *mut c_void,
+        (out, send_mr): (*mut u8, *mut c_void),
+        (into, recv_mr): (*mut u8, *mut c_void),
+        size: usize,
+        tag: i32,
+        force_flush: bool,
+    ) -> Result<(), PluginError> {
+        let c = self.calls.clone();
+        let (isend, irecv, test) = (Self::entry(&c.isend, "isend")?, Self::entry(&c.irecv, "irecv")?, Self::entry(&c.test, "test")?);
+        let started = Instant::now();
+        let n = size as c_int;
+        let (mut data, mut sizes, mut tags, mut mhandles) = ([into.cast::<c_void>()], [n], [tag], [recv_mr]);
+        let mut recv_req: *mut c_void = core::ptr::null_mut();
+        while recv_req.is_null() {
+            // SAFETY: as in run; one receive of `size` bytes into the registered buffer.
+            self.call(format!("irecv({size} B, tag {tag})"), || unsafe {
+                irecv.call((recv, 1, data.as_mut_ptr(), sizes.as_mut_ptr(), tags.as_mut_ptr(), mhandles.as_mut_ptr(), &mut recv_req))
+            })?;
+            self.late(started, "irecv")?;
+        }
+        let mut send_req: *mut c_void = core::ptr::null_mut();
+        while send_req.is_null() {
+            // SAFETY: as in run; `size` bytes of the registered buffer.
+            self.call(format!("isend({size} B, tag {tag})"), || unsafe { isend.call((send, out.cast(), n, tag, send_mr, &mut send_req)) })?;
+            self.late(started, "isend")?;
+        }
+        let (mut send_done, mut recv_done) = (false, false);
+        let mut received: [c_int; 1] = [-1];
+        while !(send_done && recv_done) {
+            if !send_done {
+                let (mut done, mut sent) = (0, 0);
+                // SAFETY: as in run; a request the plugin handed out and has not completed.
+                self.call(format!("test(send {size} B)"), || unsafe { test.call((send_req, &mut done, &mut sent)) })?;
+                send_done = done != 0;
+            }
+            if !recv_done {
+                let mut done = 0;
+                // SAFETY: as above; `sizes` has room for the one receive.
+                self.call(format!("test(recv {size} B)"), || unsafe { test.call((recv_req, &mut done, received.as_mut_ptr())) })?;
+                recv_done = done != 0;
+            }
+            self.late(started, &format!("test ({size} B, tag {tag})"))?;
+        }
+        if received[0] != n {
+            return Err(PluginError::Contract {
+                call: format!("test(recv {size} B)"),
+                what: format!("reports {} bytes received, {size} were sent", received[0]),
+            });
+        }
+        if force_flush || self.options.flush {
+            self.flush(recv, into, recv_mr, n)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, recv: *mut c_void, into: *mut u8, recv_mr: *mut c_void, n: c_int) -> Result<(), PluginError> {
+        let c = self.calls.clone();
+        let (iflush, test) = (Self::entry(&c.iflush, "iflush")?, Self::entry(&c.test, "test")?);
+        let started = Instant::now();
+        let (mut data, mut sizes, mut mhandles) = ([into.cast::<c_void>()], [n], [recv_mr]);
+        let mut request: *mut c_void = core::ptr::null_mut();
+        // SAFETY: as in run.
+        self.call("iflush", || unsafe { iflush.call((recv, 1, data.as_mut_ptr(), sizes.as_mut_ptr(), mhandles.as_mut_ptr(), &mut request)) })?;
+        self.report.flushes += 1;
+        // A NULL request: nothing to wait for (net_v8.h: "iflush ... request may be NULL").
+        let mut done = request.is_null() as c_int;
+        while done == 0 {
+            let mut flushed = 0;
+            // SAFETY: as in run.
+            self.call("test(flush)", || unsafe { test.call((request, &mut done, &mut flushed)) })?;
+            self.late(started, "test (flush)")?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, send: *mut c_void, recv: *mut c_void, listen: *mut c_void) -> Result<(), PluginError> {
+        let c = self.calls.clone();
+        let (s, r, l) = (Self::entry(&c.closeSend, "closeSend")?, Self::entry(&c.closeRecv, "closeRecv")?, Self::entry(&c.closeListen, "closeListen")?);
+        // SAFETY: as in run: each comm once, after its last use.
+        let a = self.call("closeSend", || unsafe { s.call((send,)) });
+        let b = self.call("closeRecv", || unsafe { r.call((recv,)) });
+        let d = self.call("closeListen", || unsafe { l.call((listen,)) });
+        a.and(b).and(d)
+    }
+}
+
+/// A C string of the plugin's, read without trusting the address; `None` for NULL or unreadable.
+fn string(at: usize) -> Option<String> {
+    if at == 0 {
+        return None;
+    }
+    read_c_string(at).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+fn properties_v8(dev: c_int, p: &NetPropertiesV8) -> Result<DeviceProperties, PluginError> {
+    let name = string(p.name as usize).ok_or_else(|| PluginError::Contract {
+        call: format!("getProperties({dev})"),
+        what: format!("success with a {} name", if p.name.is_null() { "NULL" } else { "unreadable" }),
+    })?;
+    Ok(DeviceProperties {
+        name,
+        pci_path: string(p.pciPath as usize).unwrap_or_default(),
+        guid: p.guid,
+        ptr_support: p.ptrSupport,
+        reg_is_global: Some(p.regIsGlobal != 0),
+        force_flush: None,
+        speed: p.speed,
+        port: p.port,
+        latency: p.latency,
+        max_comms: p.maxComms,
+        max_recvs: p.maxRecvs,
+        device_type: Some(p.netDeviceType),
+        device_version: Some(p.netDeviceVersion),
+    })
+}
+
+/// The plugin's table name as a string, for reports.
+pub fn table_name(name: *const c_char) -> String {
+    string(name as usize).unwrap_or_else(|| "(unreadable)".into())
+}
