@@ -149,6 +149,16 @@ type Current = Arc<Mutex<Option<(String, Instant)>>>;
 
 /// Runs the bench on `plugin` (a network plugin).
 pub fn run(plugin: &Plugin, options: &BenchOptions) -> Result<BenchReport, PluginError> {
+    watched(plugin, options, false)
+}
+
+/// `init`, `devices` and every device's `getProperties` only, watched as the bench is: what
+/// `doctor` reports of a network plugin.
+pub fn describe(plugin: &Plugin, options: &BenchOptions) -> Result<BenchReport, PluginError> {
+    watched(plugin, options, true)
+}
+
+fn watched(plugin: &Plugin, options: &BenchOptions, describe_only: bool) -> Result<BenchReport, PluginError> {
     if plugin.family != Family::Net {
         return Err(PluginError::Contract {
             call: "net-bench".into(),
@@ -169,7 +179,7 @@ pub fn run(plugin: &Plugin, options: &BenchOptions) -> Result<BenchReport, Plugi
     std::thread::Builder::new()
         .name("net-bench".into())
         .spawn(move || {
-            let outcome = Bench::new(&plugin, &options, &worker_logger, watched).and_then(|mut bench| bench.run());
+            let outcome = Bench::new(&plugin, &options, &worker_logger, watched).and_then(|mut bench| bench.run(describe_only));
             let _ = done.send(outcome);
         })
         .map_err(|e| PluginError::Contract { call: "net-bench".into(), what: format!("cannot start its thread: {e}") })?;
@@ -253,7 +263,7 @@ impl<'a> Bench<'a> {
         }
     }
 
-    fn run(&mut self) -> Result<BenchReport, PluginError> {
+    fn run(&mut self, describe_only: bool) -> Result<BenchReport, PluginError> {
         let c = self.calls.clone();
         let (init, devices, get_properties) =
             (Self::entry(&c.init, "init")?, Self::entry(&c.devices, "devices")?, Self::entry(&c.getProperties, "getProperties")?);
@@ -273,6 +283,10 @@ impl<'a> Bench<'a> {
             self.call(format!("getProperties({dev})"), || unsafe { get_properties.call((dev, &mut props)) })?;
             self.report.devices.push(properties_v8(dev, &props)?);
         }
+        self.report.name = self.name.clone();
+        if describe_only {
+            return Ok(std::mem::take(&mut self.report));
+        }
         let dev = self.options.device;
         let props = self.report.devices.get(dev as usize).cloned().ok_or_else(|| PluginError::Contract {
             call: "net-bench".into(),
@@ -284,7 +298,6 @@ impl<'a> Bench<'a> {
                 what: format!("ptrSupport {:#x} lacks NCCL_PTR_HOST: the bench sends host memory", props.ptr_support),
             });
         }
-        self.report.name = self.name.clone();
         let (send, recv, listen) = self.connect(dev)?;
         let outcome = self.exchange(send, recv, props.force_flush == Some(true));
         let closed = self.close(send, recv, listen);

@@ -29,14 +29,19 @@ pub enum Command {
     /// nccl-tests-compatible sweeps of one collective (all_reduce, all_gather, broadcast,
     /// reduce, reduce_scatter, alltoall, gather, scatter, sendrecv).
     Perf(PerfArgs),
+    /// A network plugin's test bench: init, devices, the non-blocking connect/accept loops,
+    /// regMr, isend/irecv/test from 1 B to 64 MiB over the plugin's loopback, every byte
+    /// checked, iflush, the close calls; latency and bandwidth. Every step has a deadline.
+    NetBench(NetBenchArgs),
     /// Loads one candidate and prints what it is (used by `doctor`, in a fresh process).
     #[command(hide = true)]
     Probe {
-        /// The library path or soname.
+        /// The library path or soname (`-` with `--plugin`).
         library: PathBuf,
-        /// Open it as a net plugin instead (its file and interface versions).
-        #[arg(long)]
-        net_plugin: bool,
+        /// Find, load and describe this plugin family's plugin instead (net, gin, tuner,
+        /// profiler, env), as NCCL would with this environment.
+        #[arg(long, value_name = "FAMILY")]
+        plugin: Option<String>,
     },
 }
 
@@ -56,6 +61,33 @@ fn probe_limit(s: &str) -> Result<Duration, String> {
         return Err(format!("{s} s: give more than 0 and at most 86400 seconds"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// Options of `net-bench`.
+#[derive(clap::Args, Debug)]
+pub struct NetBenchArgs {
+    /// The plugin, as NCCL_NET_PLUGIN would name it (default: NCCL_NET_PLUGIN, else
+    /// libnccl-net.so), found by NCCL's rules.
+    #[arg(long, value_name = "NAME")]
+    pub plugin: Option<String>,
+    /// Seconds any one plugin call or loop (connect/accept, test) may take.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = probe_limit)]
+    pub deadline: Duration,
+    /// The first message size in bytes.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub min_bytes: u64,
+    /// The last message size in bytes (sizes double from --min-bytes).
+    #[arg(long, default_value_t = 64 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub max_bytes: u64,
+    /// Timed messages per size (at most 3 above 1 MiB).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub iterations: u64,
+    /// Call iflush after every receive, also where the plugin does not ask for it.
+    #[arg(long)]
+    pub flush: bool,
+    /// The device to use.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..1024))]
+    pub device: i32,
 }
 
 /// Options of `selftest`.

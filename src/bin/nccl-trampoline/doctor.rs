@@ -64,13 +64,13 @@ pub fn probe(library: &Path) -> Result<bool, CliError> {
     }
 }
 
-fn one_line(s: &str) -> String {
+pub fn one_line(s: &str) -> String {
     s.replace(['\n', '\t'], " ")
 }
 
 /// Runs `command` with its output captured, for at most `limit`: killed after it (and on
 /// Linux whenever `doctor` dies first).
-fn output_within(mut command: Command, limit: Duration) -> Result<Output, CliError> {
+pub fn output_within(mut command: Command, limit: Duration) -> Result<Output, CliError> {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     die_with_parent(&mut command);
     let mut child = command.spawn().map_err(|source| CliError::ProbeStart { source })?;
@@ -255,7 +255,7 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
     println!();
     print_environment();
     println!();
-    print_net_plugin(limit);
+    crate::plugins::print_plugins(limit);
     println!();
     print_gpus();
     Ok(true)
@@ -389,132 +389,6 @@ impl CargoRun {
     }
 }
 
-/// The names NCCL's plugin loader tries for the net plugin, in order: `NCCL_NET_PLUGIN`
-/// as given, then `libnccl-net-<value>.so` for a bare name; `libnccl-net.so` when unset.
-pub fn net_plugin_names(setting: Option<&str>) -> Vec<String> {
-    match setting.filter(|s| !s.is_empty()) {
-        None => vec!["libnccl-net.so".to_string()],
-        Some(v) => {
-            let mut names = vec![v.to_string()];
-            let full_name = v.starts_with("lib") && v.ends_with(".so");
-            if !v.contains('/') && !full_name {
-                names.push(format!("libnccl-net-{v}.so"));
-            }
-            names
-        }
-    }
-}
-
-fn print_net_plugin(limit: Duration) {
-    let setting = std::env::var("NCCL_NET_PLUGIN").ok();
-    println!("Net plugin (NCCL_NET_PLUGIN={}):", setting.as_deref().unwrap_or("unset"));
-    if setting.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("none")) {
-        println!("  disabled by NCCL_NET_PLUGIN=none");
-        return;
-    }
-    for name in net_plugin_names(setting.as_deref()) {
-        match plugin_in_child(&name, limit) {
-            Ok((path, versions)) => {
-                println!("  {name}: found at {path}, exports {}", versions.join(" "));
-                return;
-            }
-            Err(e) => println!("  {name}: {e}"),
-        }
-    }
-    println!("  none found: NCCL uses its built-in IB and socket transports");
-}
-
-/// Opens the net plugin `name` in a child process (`probe --net-plugin`), for at most
-/// `limit`: its file and the interface versions it exports.
-fn plugin_in_child(name: &str, limit: Duration) -> Result<(String, Vec<String>), CliError> {
-    let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source })?;
-    let mut command = Command::new(exe);
-    command.args(["probe", "--net-plugin", name]).env_remove("NCCL_DEBUG");
-    let out = output_within(command, limit)?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let fields: Vec<&str> = text.lines().last().unwrap_or("").split('\t').collect();
-    match fields.as_slice() {
-        ["plugin", path, versions] => {
-            Ok((path.to_string(), versions.split(' ').filter(|v| !v.is_empty()).map(String::from).collect()))
-        }
-        ["notfound"] => Err(CliError::PluginNotFound),
-        ["error", reason] => Err(CliError::PluginLoad { reason: reason.to_string() }),
-        _ => Err(CliError::ProbeDied {
-            status: out.status,
-            stderr: one_line(String::from_utf8_lossy(&out.stderr).trim()),
-        }),
-    }
-}
-
-/// `probe --net-plugin NAME`: opens the net plugin the way NCCL does (`RTLD_NOW |
-/// RTLD_LOCAL`) and prints `plugin<TAB>file<TAB>versions`, `notfound` or `error<TAB>reason`.
-/// A path that names no regular file is refused before the loader opens it (the loader
-/// would wait for ever on a FIFO); the probe's time limit covers the rest.
-pub fn probe_plugin(name: &str) -> Result<bool, CliError> {
-    if name.contains('/') {
-        match std::fs::metadata(name) {
-            Err(_) => {
-                println!("notfound");
-                return Ok(false);
-            }
-            Ok(m) if !m.is_file() => {
-                println!("error\tnot a regular file");
-                return Ok(false);
-            }
-            Ok(_) => {}
-        }
-    }
-    match open_plugin(name) {
-        Ok((path, versions)) => {
-            println!("plugin\t{path}\t{}", versions.join(" "));
-            Ok(true)
-        }
-        Err(CliError::PluginNotFound) => {
-            println!("notfound");
-            Ok(false)
-        }
-        Err(e) => {
-            println!("error\t{}", one_line(&e.to_string()));
-            Ok(false)
-        }
-    }
-}
-
-/// Opens a net plugin the way NCCL does (`RTLD_NOW | RTLD_LOCAL`), and reports its file and
-/// the plugin interface versions it exports.
-fn open_plugin(name: &str) -> Result<(String, Vec<String>), CliError> {
-    let before = mapped_files();
-    // SAFETY: a net plugin's initialisers are what NCCL itself would run on load; this runs in
-    // a probe process of its own.
-    let lib = unsafe { libloading::Library::new(name) }.map_err(|source| {
-        if source.to_string().contains("No such file") {
-            CliError::PluginNotFound
-        } else {
-            CliError::PluginLoad { reason: source.to_string() }
-        }
-    })?;
-    let path = mapped_files().difference(&before).find(|p| p.contains("nccl-net")).cloned().unwrap_or(name.to_string());
-    let versions = (2..=12)
-        .rev()
-        .filter(|v| {
-            let sym = format!("ncclNetPlugin_v{v}\0");
-            // SAFETY: only the address is read.
-            unsafe { lib.get::<*const u8>(sym.as_bytes()) }.is_ok()
-        })
-        .map(|v| format!("ncclNetPlugin_v{v}"))
-        .collect::<Vec<_>>();
-    std::mem::forget(lib); // a plugin may start threads; never unmap it
-    Ok((path, versions))
-}
-
-fn mapped_files() -> BTreeSet<String> {
-    std::fs::read_to_string("/proc/self/maps")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5).filter(|p| p.starts_with('/')).map(String::from))
-        .collect()
-}
-
 fn print_gpus() {
     println!("GPUs:");
     let driver = match cuda::Driver::load() {
@@ -545,18 +419,4 @@ fn print_gpus() {
 fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
     let mut parts = v.split('.').map(|p| p.trim().parse::<u32>().ok());
     Some((parts.next()??, parts.next()??, parts.next()??))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::net_plugin_names;
-
-    #[test]
-    fn net_plugin_names_follow_nccls_loader() {
-        assert_eq!(net_plugin_names(None), ["libnccl-net.so"]);
-        assert_eq!(net_plugin_names(Some("")), ["libnccl-net.so"]);
-        assert_eq!(net_plugin_names(Some("aws-ofi")), ["aws-ofi", "libnccl-net-aws-ofi.so"]);
-        assert_eq!(net_plugin_names(Some("libfoo.so")), ["libfoo.so"]);
-        assert_eq!(net_plugin_names(Some("/opt/p/libnccl-net.so")), ["/opt/p/libnccl-net.so"]);
-    }
 }

@@ -187,14 +187,11 @@ pub enum Error {
         /// The limit it ran under.
         limit: std::time::Duration,
     },
-    /// `doctor`: no net plugin of that name on the loader's path.
-    #[error("not found")]
-    PluginNotFound,
-    /// `doctor`: a net plugin exists but does not load.
-    #[error("{reason}")]
-    PluginLoad {
-        /// The loader's error, on one line.
-        reason: String,
+    /// `net-bench`: the plugin could not be found, loaded or exercised.
+    #[error("{source}")]
+    Plugin {
+        /// The plugin layer's error.
+        source: nccl_trampoline::plugin::PluginError,
     },
 }
 

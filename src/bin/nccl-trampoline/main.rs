@@ -11,6 +11,7 @@ mod cuda;
 mod doctor;
 mod error;
 mod perf;
+mod plugins;
 mod selftest;
 
 use std::process::ExitCode;
@@ -27,8 +28,9 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Selftest(args) => selftest::run(&args),
         Command::Perf(args) => perf::run(&args),
-        Command::Probe { library, net_plugin: false } => doctor::probe(&library),
-        Command::Probe { library, net_plugin: true } => doctor::probe_plugin(&library.to_string_lossy()),
+        Command::NetBench(args) => plugins::net_bench(&args),
+        Command::Probe { plugin: Some(family), .. } => plugins::probe(&family),
+        Command::Probe { library, plugin: None } => doctor::probe(&library),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
