@@ -1,6 +1,6 @@
 //! The network plugin family (`libnccl-net*.so`, symbol `ncclNetPlugin_vN`): every version NCCL
 //! 2.19–2.32 loads, v6 to v12, transcribed from NCCL v2.30.7-1
-//! src/include/plugin/net/net_v<N>.h and src/include/nccl_device/net_device.h.
+//! `src/include/plugin/net/net_v<N>.h` and src/include/nccl_device/net_device.h.
 
 use core::ffi::{c_char, c_int, c_void};
 
@@ -10,11 +10,11 @@ use crate::plugin::declare::{plugin_struct, plugin_table};
 /// `NCCL_NET_HANDLE_MAXSIZE` (src/include/plugin/nccl_net.h:16): the bytes of the connection
 /// handle `listen` writes and `connect` reads.
 pub const HANDLE_MAXSIZE: usize = 128;
-/// `NCCL_PTR_HOST` (nccl_net.h:23): the plugin sends and receives host memory.
+/// `NCCL_PTR_HOST` (nccl_net.h:25): the plugin sends and receives host memory.
 pub const PTR_HOST: c_int = 0x1;
-/// `NCCL_PTR_CUDA` (nccl_net.h:24): device memory.
+/// `NCCL_PTR_CUDA` (nccl_net.h:26): device memory.
 pub const PTR_CUDA: c_int = 0x2;
-/// `NCCL_PTR_DMABUF` (nccl_net.h:25): DMA-BUF registration.
+/// `NCCL_PTR_DMABUF` (nccl_net.h:27): DMA-BUF registration.
 pub const PTR_DMABUF: c_int = 0x4;
 
 plugin_struct! {
@@ -63,7 +63,7 @@ plugin_struct! {
 }
 
 plugin_table! {
-    /// `ncclNet_v8_t` (net_v8.h:27-80); NCCL 2.19 to 2.32 load it.
+    /// `ncclNet_v8_t` (net_v8.h:27-80); NCCL 2.20.3 to 2.30.7 load it.
     pub struct NetV8 = "ncclNet_v8_t", symbol "ncclNetPlugin_v8", calls NetV8Calls {
         /// Initialises the network with NCCL's logger.
         init: required fn(logFunction: DebugLogger) -> NcclResult,

@@ -7,7 +7,7 @@
 #include "common.h"
 
 #define NCCL_NET_HANDLE_MAXSIZE 128 /* nccl_net.h:16 */
-#define NCCL_PTR_HOST 0x1           /* nccl_net.h:23-25 */
+#define NCCL_PTR_HOST 0x1           /* nccl_net.h:25-27 */
 #define NCCL_PTR_CUDA 0x2
 #define NCCL_PTR_DMABUF 0x4
 
