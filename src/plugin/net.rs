@@ -1,21 +1,48 @@
 //! The network plugin family (`libnccl-net*.so`, symbol `ncclNetPlugin_vN`): every version NCCL
-//! 2.19–2.32 loads, v6 to v12, transcribed from NCCL v2.30.7-1
-//! src/include/plugin/net/net_v<N>.h and src/include/nccl_device/net_device.h.
+//! 2.19 to 2.30 load, v6 to v12, transcribed from NCCL v2.30.7-1
+//! `src/include/plugin/net/net_v<N>.h`, src/include/plugin/nccl_net.h and
+//! src/include/nccl_device/net_device.h. NCCL looks for the newest symbol first
+//! (src/plugin/net.cc:40-42, v12 down to v6) and adapts older tables to v12
+//! (`src/plugin/net/net_v<N>.cc`). The CollNet tables (`ncclCollNetPlugin_vN`) are not declared.
+//!
+//! Which entries are `optional` was read in NCCL v2.30.7-1; the paths cited in entry docs are
+//! under its src/.
 
 use core::ffi::{c_char, c_int, c_void};
 
-use crate::plugin::common::{DebugLogger, NcclResult};
+use crate::plugin::common::{DebugLogger, NcclResult, ProfilerCallback};
 use crate::plugin::declare::{plugin_struct, plugin_table};
 
 /// `NCCL_NET_HANDLE_MAXSIZE` (src/include/plugin/nccl_net.h:16): the bytes of the connection
 /// handle `listen` writes and `connect` reads.
 pub const HANDLE_MAXSIZE: usize = 128;
-/// `NCCL_PTR_HOST` (nccl_net.h:23): the plugin sends and receives host memory.
+/// `NCCL_NET_OPTIONAL_RECV_COMPLETION` (nccl_net.h:19): the value NCCL stores in `*request`
+/// before an `irecv` whose completion the plugin may leave unreported
+/// (transport/net.cc:1585-1589); NCCL's adapters clear it for v6 to v8 plugins
+/// (net_v6.cc:82, net_v7.cc:78, net_v8.cc:73), v9 and later see it.
+pub const OPTIONAL_RECV_COMPLETION: usize = 0x1;
+/// `NCCL_PTR_HOST` (nccl_net.h:25): the plugin sends and receives host memory.
 pub const PTR_HOST: c_int = 0x1;
-/// `NCCL_PTR_CUDA` (nccl_net.h:24): device memory.
+/// `NCCL_PTR_CUDA` (nccl_net.h:26): device memory.
 pub const PTR_CUDA: c_int = 0x2;
-/// `NCCL_PTR_DMABUF` (nccl_net.h:25): DMA-BUF registration.
+/// `NCCL_PTR_DMABUF` (nccl_net.h:27): DMA-BUF registration.
 pub const PTR_DMABUF: c_int = 0x4;
+/// `NCCL_NET_MAX_DEVS_PER_NIC_V11` (net_v11.h:11): the physical devices a v9, v10 or v11
+/// virtual device can hold (net_v9.h:13, net_v10.h:13, net_v11.h:15).
+pub const MAX_DEVS_PER_NIC_V11: usize = 4;
+/// `NCCL_NET_MAX_DEVS_PER_NIC_V12` (net_v12.h:11): the physical devices a v12 virtual device
+/// can hold.
+pub const MAX_DEVS_PER_NIC_V12: usize = 8;
+/// `NCCL_NET_MAX_DEVS_PER_NIC` (nccl_net.h:52): the current version's, v12's.
+pub const MAX_DEVS_PER_NIC: usize = MAX_DEVS_PER_NIC_V12;
+/// `NCCL_NET_TRAFFIC_CLASS_UNDEF` (net_v10.h:16): `trafficClass` when the communicator sets
+/// none (plugin/net.cc:171-172).
+pub const TRAFFIC_CLASS_UNDEF: c_int = -1;
+/// `NCCL_NET_ATTR_UNDEF` (net_v11.h:46): a field of [`NetAttrV11`] or [`NetCommAttrV11`] (and
+/// v12's) that says nothing.
+pub const ATTR_UNDEF: i32 = -1;
+/// `NCCL_NET_ID_UNDEF` (net_v12.h:50): `railId` or `planeId` unknown.
+pub const ID_UNDEF: i16 = -1;
 
 plugin_struct! {
     /// `ncclNetDeviceHandle_v7_t`, also v8 to v12 (net_device.h:26-38): what `connect` and
@@ -33,7 +60,55 @@ plugin_struct! {
         pub needsProxyProgress: c_int,
     }
 
-    /// `ncclNetProperties_v8_t` (net_v8.h:11-25).
+    /// `ncclNetProperties_v6_t` (net_v6.h:14-25).
+    pub struct NetPropertiesV6 = "ncclNetProperties_v6_t" {
+        /// The device's name, for logs.
+        pub name: *mut c_char,
+        /// Its PCI path in /sys.
+        pub pciPath: *mut c_char,
+        /// The NIC chip's unique id.
+        pub guid: u64,
+        /// `PTR_HOST | PTR_CUDA | PTR_DMABUF`.
+        pub ptrSupport: c_int,
+        /// Port speed in Mbps.
+        pub speed: c_int,
+        /// Port number.
+        pub port: c_int,
+        /// Latency in µs.
+        pub latency: f32,
+        /// The most comms it can create.
+        pub maxComms: c_int,
+        /// The most receives grouped in one `irecv`.
+        pub maxRecvs: c_int,
+    }
+
+    /// `ncclNetProperties_v7_t` (net_v7.h:11-24): v6's and the offload's type and version.
+    pub struct NetPropertiesV7 = "ncclNetProperties_v7_t" {
+        /// The device's name, for logs.
+        pub name: *mut c_char,
+        /// Its PCI path in /sys.
+        pub pciPath: *mut c_char,
+        /// The NIC chip's unique id.
+        pub guid: u64,
+        /// `PTR_HOST | PTR_CUDA | PTR_DMABUF`.
+        pub ptrSupport: c_int,
+        /// Port speed in Mbps.
+        pub speed: c_int,
+        /// Port number.
+        pub port: c_int,
+        /// Latency in µs.
+        pub latency: f32,
+        /// The most comms it can create.
+        pub maxComms: c_int,
+        /// The most receives grouped in one `irecv`.
+        pub maxRecvs: c_int,
+        /// `ncclNetDeviceType`.
+        pub netDeviceType: c_int,
+        /// Version of the offload.
+        pub netDeviceVersion: c_int,
+    }
+
+    /// `ncclNetProperties_v8_t` (net_v8.h:11-25): v7's and `regIsGlobal`.
     pub struct NetPropertiesV8 = "ncclNetProperties_v8_t" {
         /// The device's name, for logs.
         pub name: *mut c_char,
@@ -60,10 +135,347 @@ plugin_struct! {
         /// Version of the offload.
         pub netDeviceVersion: c_int,
     }
+
+    /// `ncclNetVDeviceProps_v9_t` (net_v9.h:11-14): the physical devices a virtual one merges.
+    pub struct NetVDevicePropsV9 = "ncclNetVDeviceProps_v9_t" {
+        /// How many of `devs` count.
+        pub ndevs: c_int,
+        /// Physical device indices.
+        pub devs: [c_int; MAX_DEVS_PER_NIC_V11],
+    }
+
+    /// `ncclNetProperties_v9_t` (net_v9.h:16-34): v8's, `forceFlush`, the virtual device and
+    /// the transfer limits.
+    pub struct NetPropertiesV9 = "ncclNetProperties_v9_t" {
+        /// The device's name, for logs.
+        pub name: *mut c_char,
+        /// Its PCI path in /sys.
+        pub pciPath: *mut c_char,
+        /// The NIC chip's unique id.
+        pub guid: u64,
+        /// `PTR_HOST | PTR_CUDA | PTR_DMABUF`.
+        pub ptrSupport: c_int,
+        /// Non-zero when a registration is not tied to one comm.
+        pub regIsGlobal: c_int,
+        /// Non-zero: NCCL flushes every receive.
+        pub forceFlush: c_int,
+        /// Port speed in Mbps.
+        pub speed: c_int,
+        /// Port number.
+        pub port: c_int,
+        /// Latency in µs.
+        pub latency: f32,
+        /// The most comms it can create.
+        pub maxComms: c_int,
+        /// The most receives grouped in one `irecv`.
+        pub maxRecvs: c_int,
+        /// `ncclNetDeviceType`.
+        pub netDeviceType: c_int,
+        /// Version of the offload.
+        pub netDeviceVersion: c_int,
+        /// The physical devices behind this one.
+        pub vProps: NetVDevicePropsV9,
+        /// The largest point-to-point transfer.
+        pub maxP2pBytes: usize,
+        /// The largest collective transfer.
+        pub maxCollBytes: usize,
+    }
+
+    /// `ncclNetVDeviceProps_v10_t` (net_v10.h:11-14), v9's shape.
+    pub struct NetVDevicePropsV10 = "ncclNetVDeviceProps_v10_t" {
+        /// How many of `devs` count.
+        pub ndevs: c_int,
+        /// Physical device indices.
+        pub devs: [c_int; MAX_DEVS_PER_NIC_V11],
+    }
+
+    /// `ncclNetCommConfig_v10_t` (net_v10.h:18-21): what a communicator asks of its connections.
+    pub struct NetCommConfigV10 = "ncclNetCommConfig_v10_t" {
+        /// A plugin-specific traffic class, or `TRAFFIC_CLASS_UNDEF`.
+        pub trafficClass: c_int,
+    }
+
+    /// `ncclNetProperties_v10_t` (net_v10.h:23-41), v9's shape.
+    pub struct NetPropertiesV10 = "ncclNetProperties_v10_t" {
+        /// The device's name, for logs.
+        pub name: *mut c_char,
+        /// Its PCI path in /sys.
+        pub pciPath: *mut c_char,
+        /// The NIC chip's unique id.
+        pub guid: u64,
+        /// `PTR_HOST | PTR_CUDA | PTR_DMABUF`.
+        pub ptrSupport: c_int,
+        /// Non-zero when a registration is not tied to one comm.
+        pub regIsGlobal: c_int,
+        /// Non-zero: NCCL flushes every receive.
+        pub forceFlush: c_int,
+        /// Port speed in Mbps.
+        pub speed: c_int,
+        /// Port number.
+        pub port: c_int,
+        /// Latency in µs.
+        pub latency: f32,
+        /// The most comms it can create.
+        pub maxComms: c_int,
+        /// The most receives grouped in one `irecv`.
+        pub maxRecvs: c_int,
+        /// `ncclNetDeviceType`.
+        pub netDeviceType: c_int,
+        /// Version of the offload.
+        pub netDeviceVersion: c_int,
+        /// The physical devices behind this one.
+        pub vProps: NetVDevicePropsV10,
+        /// The largest point-to-point transfer.
+        pub maxP2pBytes: usize,
+        /// The largest collective transfer.
+        pub maxCollBytes: usize,
+    }
+
+    /// `ncclNetVDeviceProps_v11_t` (net_v11.h:13-16), v9's shape.
+    pub struct NetVDevicePropsV11 = "ncclNetVDeviceProps_v11_t" {
+        /// How many of `devs` count.
+        pub ndevs: c_int,
+        /// Physical device indices.
+        pub devs: [c_int; MAX_DEVS_PER_NIC_V11],
+    }
+
+    /// `ncclNetCommConfig_v11_t` (net_v11.h:20-23), v10's shape; passed to `init` from v11.
+    pub struct NetCommConfigV11 = "ncclNetCommConfig_v11_t" {
+        /// A plugin-specific traffic class, or `TRAFFIC_CLASS_UNDEF`.
+        pub trafficClass: c_int,
+    }
+
+    /// `ncclNetProperties_v11_t` (net_v11.h:25-44): v10's and `maxMultiRequestSize`.
+    pub struct NetPropertiesV11 = "ncclNetProperties_v11_t" {
+        /// The device's name, for logs.
+        pub name: *mut c_char,
+        /// Its PCI path in /sys.
+        pub pciPath: *mut c_char,
+        /// The NIC chip's unique id.
+        pub guid: u64,
+        /// `PTR_HOST | PTR_CUDA | PTR_DMABUF`.
+        pub ptrSupport: c_int,
+        /// Non-zero when a registration is not tied to one comm.
+        pub regIsGlobal: c_int,
+        /// Non-zero: NCCL flushes every receive.
+        pub forceFlush: c_int,
+        /// Port speed in Mbps.
+        pub speed: c_int,
+        /// Port number.
+        pub port: c_int,
+        /// Latency in µs.
+        pub latency: f32,
+        /// The most comms it can create.
+        pub maxComms: c_int,
+        /// The most receives grouped in one `irecv`.
+        pub maxRecvs: c_int,
+        /// `ncclNetDeviceType`.
+        pub netDeviceType: c_int,
+        /// Version of the offload.
+        pub netDeviceVersion: c_int,
+        /// The physical devices behind this one.
+        pub vProps: NetVDevicePropsV11,
+        /// The largest point-to-point transfer.
+        pub maxP2pBytes: usize,
+        /// The largest collective transfer.
+        pub maxCollBytes: usize,
+        /// The most requests in one multi-request.
+        pub maxMultiRequestSize: c_int,
+    }
+
+    /// `ncclNetCommAttr_v11_t` (net_v11.h:57-62): the peers and flows one side of a
+    /// communicator will use; `ATTR_UNDEF` where unknown.
+    pub struct NetCommAttrV11 = "ncclNetCommAttr_v11_t" {
+        /// The most peers at once.
+        pub maxConcurrentPeers: i32,
+        /// The fewest peers at once.
+        pub minConcurrentPeers: i32,
+        /// The most flows per peer.
+        pub maxFlowsPerPeer: i32,
+        /// The fewest flows per peer.
+        pub minFlowsPerPeer: i32,
+    }
+
+    /// `ncclNetAttr_v11_t` (net_v11.h:64-70): the hints `setNetAttr` passes.
+    pub struct NetAttrV11 = "ncclNetAttr_v11_t" {
+        /// The sending side's.
+        pub sendCommAttr: NetCommAttrV11,
+        /// The receiving side's.
+        pub recvCommAttr: NetCommAttrV11,
+        /// Bit mask of `ncclFunc_t`s.
+        pub op: u32,
+        /// Bit mask of algorithms.
+        pub algo: u32,
+        /// Bit mask of protocols.
+        pub proto: u32,
+    }
+
+    /// `ncclNetVDeviceProps_v12_t` (net_v12.h:13-16): up to `MAX_DEVS_PER_NIC_V12` devices.
+    pub struct NetVDevicePropsV12 = "ncclNetVDeviceProps_v12_t" {
+        /// How many of `devs` count.
+        pub ndevs: c_int,
+        /// Physical device indices.
+        pub devs: [c_int; MAX_DEVS_PER_NIC_V12],
+    }
+
+    /// `ncclNetCommConfig_v12_t` (net_v12.h:20-23), v10's shape.
+    pub struct NetCommConfigV12 = "ncclNetCommConfig_v12_t" {
+        /// A plugin-specific traffic class, or `TRAFFIC_CLASS_UNDEF`.
+        pub trafficClass: c_int,
+    }
+
+    /// `ncclNetProperties_v12_t` (net_v12.h:25-46): v11's, a larger `vProps`, rail and plane.
+    pub struct NetPropertiesV12 = "ncclNetProperties_v12_t" {
+        /// The device's name, for logs.
+        pub name: *mut c_char,
+        /// Its PCI path in /sys.
+        pub pciPath: *mut c_char,
+        /// The NIC chip's unique id.
+        pub guid: u64,
+        /// `PTR_HOST | PTR_CUDA | PTR_DMABUF`.
+        pub ptrSupport: c_int,
+        /// Non-zero when a registration is not tied to one comm.
+        pub regIsGlobal: c_int,
+        /// Non-zero: NCCL flushes every receive.
+        pub forceFlush: c_int,
+        /// Port speed in Mbps.
+        pub speed: c_int,
+        /// Port number.
+        pub port: c_int,
+        /// Latency in µs.
+        pub latency: f32,
+        /// The most comms it can create.
+        pub maxComms: c_int,
+        /// The most receives grouped in one `irecv`.
+        pub maxRecvs: c_int,
+        /// `ncclNetDeviceType`.
+        pub netDeviceType: c_int,
+        /// Version of the offload.
+        pub netDeviceVersion: c_int,
+        /// The physical devices behind this one.
+        pub vProps: NetVDevicePropsV12,
+        /// The largest point-to-point transfer.
+        pub maxP2pBytes: usize,
+        /// The largest collective transfer.
+        pub maxCollBytes: usize,
+        /// The most requests in one multi-request.
+        pub maxMultiRequestSize: c_int,
+        /// The device's rail, or `ID_UNDEF`.
+        pub railId: i16,
+        /// The device's plane, or `ID_UNDEF`.
+        pub planeId: i16,
+    }
+
+    /// `ncclNetCommAttr_v12_t` (net_v12.h:61-66), v11's shape.
+    pub struct NetCommAttrV12 = "ncclNetCommAttr_v12_t" {
+        /// The most peers at once.
+        pub maxConcurrentPeers: i32,
+        /// The fewest peers at once.
+        pub minConcurrentPeers: i32,
+        /// The most flows per peer.
+        pub maxFlowsPerPeer: i32,
+        /// The fewest flows per peer.
+        pub minFlowsPerPeer: i32,
+    }
+
+    /// `ncclNetAttr_v12_t` (net_v12.h:68-74), v11's shape.
+    pub struct NetAttrV12 = "ncclNetAttr_v12_t" {
+        /// The sending side's.
+        pub sendCommAttr: NetCommAttrV12,
+        /// The receiving side's.
+        pub recvCommAttr: NetCommAttrV12,
+        /// Bit mask of `ncclFunc_t`s.
+        pub op: u32,
+        /// Bit mask of algorithms.
+        pub algo: u32,
+        /// Bit mask of protocols.
+        pub proto: u32,
+    }
 }
 
 plugin_table! {
-    /// `ncclNet_v8_t` (net_v8.h:27-80); NCCL 2.19 to 2.32 load it.
+    /// `ncclNet_v6_t` (net_v6.h:27-72); NCCL 2.13.4 to 2.30.7 load it. Without device offload.
+    pub struct NetV6 = "ncclNet_v6_t", symbol "ncclNetPlugin_v6", calls NetV6Calls {
+        /// Initialises the network with NCCL's logger.
+        init: required fn(logFunction: DebugLogger) -> NcclResult,
+        /// The number of devices.
+        devices: required fn(ndev: *mut c_int) -> NcclResult,
+        /// A device's properties.
+        getProperties: required fn(dev: c_int, props: *mut NetPropertiesV6) -> NcclResult,
+        /// Creates a receiving object; writes the handle (at most `HANDLE_MAXSIZE` bytes) the
+        /// peer connects with.
+        listen: required fn(dev: c_int, handle: *mut c_void, listenComm: *mut *mut c_void) -> NcclResult,
+        /// Connects to a handle; non-blocking: success with a NULL `sendComm` means "call again".
+        connect: required fn(dev: c_int, handle: *mut c_void, sendComm: *mut *mut c_void) -> NcclResult,
+        /// Accepts a connection; non-blocking as `connect`.
+        accept: required fn(listenComm: *mut c_void, recvComm: *mut *mut c_void) -> NcclResult,
+        /// Registers memory; `type` is `PTR_HOST` or `PTR_CUDA`.
+        regMr: required fn(comm: *mut c_void, data: *mut c_void, size: c_int, kind: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Registers DMA-BUF memory; NULL: none (NCCL checks, init.cc:403).
+        regMrDmaBuf: optional fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, offset: u64, fd: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Deregisters memory.
+        deregMr: required fn(comm: *mut c_void, mhandle: *mut c_void) -> NcclResult,
+        /// Starts a send; a NULL `request` means "call again".
+        isend: required fn(sendComm: *mut c_void, data: *mut c_void, size: c_int, tag: c_int, mhandle: *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Starts `n` grouped receives; a NULL `request` means "call again".
+        irecv: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, tags: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Makes received device data visible to the GPU.
+        iflush: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Tests a request; `sizes` receives the sizes received.
+        test: required fn(request: *mut c_void, done: *mut c_int, sizes: *mut c_int) -> NcclResult,
+        /// Closes a send comm.
+        closeSend: required fn(sendComm: *mut c_void) -> NcclResult,
+        /// Closes a receive comm.
+        closeRecv: required fn(recvComm: *mut c_void) -> NcclResult,
+        /// Closes a listening comm.
+        closeListen: required fn(listenComm: *mut c_void) -> NcclResult,
+    }
+
+    /// `ncclNet_v7_t` (net_v7.h:26-79); NCCL 2.19.1 to 2.30.7 load it. v6's with device
+    /// offload.
+    pub struct NetV7 = "ncclNet_v7_t", symbol "ncclNetPlugin_v7", calls NetV7Calls {
+        /// Initialises the network with NCCL's logger.
+        init: required fn(logFunction: DebugLogger) -> NcclResult,
+        /// The number of devices.
+        devices: required fn(ndev: *mut c_int) -> NcclResult,
+        /// A device's properties.
+        getProperties: required fn(dev: c_int, props: *mut NetPropertiesV7) -> NcclResult,
+        /// Creates a receiving object; writes the handle (at most `HANDLE_MAXSIZE` bytes) the
+        /// peer connects with.
+        listen: required fn(dev: c_int, handle: *mut c_void, listenComm: *mut *mut c_void) -> NcclResult,
+        /// Connects to a handle; non-blocking: success with a NULL `sendComm` means "call again".
+        connect: required fn(dev: c_int, handle: *mut c_void, sendComm: *mut *mut c_void, sendDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Accepts a connection; non-blocking as `connect`.
+        accept: required fn(listenComm: *mut c_void, recvComm: *mut *mut c_void, recvDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Registers memory; `type` is `PTR_HOST` or `PTR_CUDA`.
+        regMr: required fn(comm: *mut c_void, data: *mut c_void, size: c_int, kind: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Registers DMA-BUF memory; NULL: none (NCCL checks, init.cc:403).
+        regMrDmaBuf: optional fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, offset: u64, fd: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Deregisters memory.
+        deregMr: required fn(comm: *mut c_void, mhandle: *mut c_void) -> NcclResult,
+        /// Starts a send; a NULL `request` means "call again".
+        isend: required fn(sendComm: *mut c_void, data: *mut c_void, size: c_int, tag: c_int, mhandle: *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Starts `n` grouped receives; a NULL `request` means "call again".
+        irecv: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, tags: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Makes received device data visible to the GPU.
+        iflush: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Tests a request; `sizes` receives the sizes received.
+        test: required fn(request: *mut c_void, done: *mut c_int, sizes: *mut c_int) -> NcclResult,
+        /// Closes a send comm.
+        closeSend: required fn(sendComm: *mut c_void) -> NcclResult,
+        /// Closes a receive comm.
+        closeRecv: required fn(recvComm: *mut c_void) -> NcclResult,
+        /// Closes a listening comm.
+        closeListen: required fn(listenComm: *mut c_void) -> NcclResult,
+        /// The device-side handle of a registration, for offload (NCCL checks,
+        /// transport/net.cc:1010, 1183).
+        getDeviceMr: optional fn(comm: *mut c_void, mhandle: *mut c_void, dptr_mhandle: *mut *mut c_void) -> NcclResult,
+        /// Tells the plugin the device consumed a receive (NCCL checks, transport/net.cc:1737).
+        irecvConsumed: optional fn(recvComm: *mut c_void, n: c_int, request: *mut c_void) -> NcclResult,
+    }
+
+    /// `ncclNet_v8_t` (net_v8.h:27-80); NCCL 2.20.3 to 2.30.7 load it. v7's with `size_t`
+    /// registration sizes.
     pub struct NetV8 = "ncclNet_v8_t", symbol "ncclNetPlugin_v8", calls NetV8Calls {
         /// Initialises the network with NCCL's logger.
         init: required fn(logFunction: DebugLogger) -> NcclResult,
@@ -80,7 +492,7 @@ plugin_table! {
         accept: required fn(listenComm: *mut c_void, recvComm: *mut *mut c_void, recvDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
         /// Registers memory; `type` is `PTR_HOST` or `PTR_CUDA`.
         regMr: required fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, mhandle: *mut *mut c_void) -> NcclResult,
-        /// Registers DMA-BUF memory (optional: NULL when `ptrSupport` lacks `PTR_DMABUF`).
+        /// Registers DMA-BUF memory; NULL: none (NCCL checks, init.cc:403).
         regMrDmaBuf: optional fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, offset: u64, fd: c_int, mhandle: *mut *mut c_void) -> NcclResult,
         /// Deregisters memory.
         deregMr: required fn(comm: *mut c_void, mhandle: *mut c_void) -> NcclResult,
@@ -99,12 +511,236 @@ plugin_table! {
         closeRecv: required fn(recvComm: *mut c_void) -> NcclResult,
         /// Closes a listening comm.
         closeListen: required fn(listenComm: *mut c_void) -> NcclResult,
-        /// The device-side handle of a registration (offload networks only).
+        /// The device-side handle of a registration, for offload (NCCL checks,
+        /// transport/net.cc:1010, 1183).
         getDeviceMr: optional fn(comm: *mut c_void, mhandle: *mut c_void, dptr_mhandle: *mut *mut c_void) -> NcclResult,
-        /// Tells the plugin received data was consumed (offload networks only).
+        /// Tells the plugin the device consumed a receive (NCCL checks, transport/net.cc:1737).
         irecvConsumed: optional fn(recvComm: *mut c_void, n: c_int, request: *mut c_void) -> NcclResult,
+    }
+
+    /// `ncclNet_v9_t` (net_v9.h:36-93); NCCL 2.24.3 to 2.30.7 load it. v8's with `size_t`
+    /// transfer sizes and virtual devices.
+    pub struct NetV9 = "ncclNet_v9_t", symbol "ncclNetPlugin_v9", calls NetV9Calls {
+        /// Initialises the network with NCCL's logger.
+        init: required fn(logFunction: DebugLogger) -> NcclResult,
+        /// The number of devices.
+        devices: required fn(ndev: *mut c_int) -> NcclResult,
+        /// A device's properties.
+        getProperties: required fn(dev: c_int, props: *mut NetPropertiesV9) -> NcclResult,
+        /// Creates a receiving object; writes the handle (at most `HANDLE_MAXSIZE` bytes) the
+        /// peer connects with.
+        listen: required fn(dev: c_int, handle: *mut c_void, listenComm: *mut *mut c_void) -> NcclResult,
+        /// Connects to a handle; non-blocking: success with a NULL `sendComm` means "call again".
+        connect: required fn(dev: c_int, handle: *mut c_void, sendComm: *mut *mut c_void, sendDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Accepts a connection; non-blocking as `connect`.
+        accept: required fn(listenComm: *mut c_void, recvComm: *mut *mut c_void, recvDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Registers memory; `type` is `PTR_HOST` or `PTR_CUDA`.
+        regMr: required fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Registers DMA-BUF memory; NULL: none (NCCL checks, init.cc:403).
+        regMrDmaBuf: optional fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, offset: u64, fd: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Deregisters memory.
+        deregMr: required fn(comm: *mut c_void, mhandle: *mut c_void) -> NcclResult,
+        /// Starts a send; a NULL `request` means "call again".
+        isend: required fn(sendComm: *mut c_void, data: *mut c_void, size: usize, tag: c_int, mhandle: *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Starts `n` grouped receives; a NULL `request` means "call again"; `*request` may come
+        /// in as `OPTIONAL_RECV_COMPLETION`.
+        irecv: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut usize, tags: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Makes received device data visible to the GPU.
+        iflush: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Tests a request; `sizes` receives the sizes received.
+        test: required fn(request: *mut c_void, done: *mut c_int, sizes: *mut c_int) -> NcclResult,
+        /// Closes a send comm.
+        closeSend: required fn(sendComm: *mut c_void) -> NcclResult,
+        /// Closes a receive comm.
+        closeRecv: required fn(recvComm: *mut c_void) -> NcclResult,
+        /// Closes a listening comm.
+        closeListen: required fn(listenComm: *mut c_void) -> NcclResult,
+        /// The device-side handle of a registration, for offload (NCCL checks,
+        /// transport/net.cc:1010, 1183).
+        getDeviceMr: optional fn(comm: *mut c_void, mhandle: *mut c_void, dptr_mhandle: *mut *mut c_void) -> NcclResult,
+        /// Tells the plugin the device consumed a receive (NCCL checks, transport/net.cc:1737).
+        irecvConsumed: optional fn(recvComm: *mut c_void, n: c_int, request: *mut c_void) -> NcclResult,
+        /// Makes a virtual device of `props` and writes its index (NCCL checks, net_v9.cc:163).
+        makeVDevice: optional fn(d: *mut c_int, props: *mut NetVDevicePropsV9) -> NcclResult,
+    }
+
+    /// `ncclNet_v10_t` (net_v10.h:43-102); NCCL 2.26.2 to 2.30.7 load it. v9's with the
+    /// profiler callback, a comm config on `connect` and profiler handles on transfers.
+    pub struct NetV10 = "ncclNet_v10_t", symbol "ncclNetPlugin_v10", calls NetV10Calls {
+        /// Initialises the network with NCCL's logger and profiler callback.
+        init: required fn(logFunction: DebugLogger, profFunction: ProfilerCallback) -> NcclResult,
+        /// The number of devices.
+        devices: required fn(ndev: *mut c_int) -> NcclResult,
+        /// A device's properties.
+        getProperties: required fn(dev: c_int, props: *mut NetPropertiesV10) -> NcclResult,
+        /// Creates a receiving object; writes the handle (at most `HANDLE_MAXSIZE` bytes) the
+        /// peer connects with.
+        listen: required fn(dev: c_int, handle: *mut c_void, listenComm: *mut *mut c_void) -> NcclResult,
+        /// Connects to a handle with the communicator's config; non-blocking: success with a
+        /// NULL `sendComm` means "call again".
+        connect: required fn(dev: c_int, config: *mut NetCommConfigV10, handle: *mut c_void, sendComm: *mut *mut c_void, sendDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Accepts a connection; non-blocking as `connect`.
+        accept: required fn(listenComm: *mut c_void, recvComm: *mut *mut c_void, recvDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Registers memory; `type` is `PTR_HOST` or `PTR_CUDA`.
+        regMr: required fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Registers DMA-BUF memory; NULL: none (NCCL checks, init.cc:403).
+        regMrDmaBuf: optional fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, offset: u64, fd: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Deregisters memory.
+        deregMr: required fn(comm: *mut c_void, mhandle: *mut c_void) -> NcclResult,
+        /// Starts a send (`phandle`: the profiler's); a NULL `request` means "call again".
+        isend: required fn(sendComm: *mut c_void, data: *mut c_void, size: usize, tag: c_int, mhandle: *mut c_void, phandle: *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Starts `n` grouped receives; a NULL `request` means "call again"; `*request` may come
+        /// in as `OPTIONAL_RECV_COMPLETION`.
+        irecv: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut usize, tags: *mut c_int, mhandles: *mut *mut c_void, phandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Makes received device data visible to the GPU.
+        iflush: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Tests a request; `sizes` receives the sizes received.
+        test: required fn(request: *mut c_void, done: *mut c_int, sizes: *mut c_int) -> NcclResult,
+        /// Closes a send comm.
+        closeSend: required fn(sendComm: *mut c_void) -> NcclResult,
+        /// Closes a receive comm.
+        closeRecv: required fn(recvComm: *mut c_void) -> NcclResult,
+        /// Closes a listening comm.
+        closeListen: required fn(listenComm: *mut c_void) -> NcclResult,
+        /// The device-side handle of a registration, for offload (NCCL checks,
+        /// transport/net.cc:1010, 1183).
+        getDeviceMr: optional fn(comm: *mut c_void, mhandle: *mut c_void, dptr_mhandle: *mut *mut c_void) -> NcclResult,
+        /// Tells the plugin the device consumed a receive (NCCL checks, transport/net.cc:1737).
+        irecvConsumed: optional fn(recvComm: *mut c_void, n: c_int, request: *mut c_void) -> NcclResult,
+        /// Makes a virtual device of `props` and writes its index (NCCL checks, net_v10.cc:105).
+        makeVDevice: optional fn(d: *mut c_int, props: *mut NetVDevicePropsV10) -> NcclResult,
+    }
+
+    /// `ncclNet_v11_t` (net_v11.h:72-135); NCCL 2.28.3 to 2.30.7 load it. v10's with a
+    /// context per communicator (`init` once per comm, `finalize`) and `setNetAttr`.
+    pub struct NetV11 = "ncclNet_v11_t", symbol "ncclNetPlugin_v11", calls NetV11Calls {
+        /// Initialises the network for one communicator: writes its context `ctx`.
+        init: required fn(ctx: *mut *mut c_void, commId: u64, config: *mut NetCommConfigV11, logFunction: DebugLogger, profFunction: ProfilerCallback) -> NcclResult,
+        /// The number of devices.
+        devices: required fn(ndev: *mut c_int) -> NcclResult,
+        /// A device's properties.
+        getProperties: required fn(dev: c_int, props: *mut NetPropertiesV11) -> NcclResult,
+        /// Creates a receiving object; writes the handle (at most `HANDLE_MAXSIZE` bytes) the
+        /// peer connects with.
+        listen: required fn(ctx: *mut c_void, dev: c_int, handle: *mut c_void, listenComm: *mut *mut c_void) -> NcclResult,
+        /// Connects to a handle; non-blocking: success with a NULL `sendComm` means "call again".
+        connect: required fn(ctx: *mut c_void, dev: c_int, handle: *mut c_void, sendComm: *mut *mut c_void, sendDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Accepts a connection; non-blocking as `connect`.
+        accept: required fn(listenComm: *mut c_void, recvComm: *mut *mut c_void, recvDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Registers memory; `type` is `PTR_HOST` or `PTR_CUDA`.
+        regMr: required fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Registers DMA-BUF memory; NULL: none (NCCL checks, init.cc:403).
+        regMrDmaBuf: optional fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, offset: u64, fd: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Deregisters memory.
+        deregMr: required fn(comm: *mut c_void, mhandle: *mut c_void) -> NcclResult,
+        /// Starts a send (`phandle`: the profiler's); a NULL `request` means "call again".
+        isend: required fn(sendComm: *mut c_void, data: *mut c_void, size: usize, tag: c_int, mhandle: *mut c_void, phandle: *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Starts `n` grouped receives; a NULL `request` means "call again"; `*request` may come
+        /// in as `OPTIONAL_RECV_COMPLETION`.
+        irecv: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut usize, tags: *mut c_int, mhandles: *mut *mut c_void, phandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Makes received device data visible to the GPU.
+        iflush: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Tests a request; `sizes` receives the sizes received.
+        test: required fn(request: *mut c_void, done: *mut c_int, sizes: *mut c_int) -> NcclResult,
+        /// Closes a send comm.
+        closeSend: required fn(sendComm: *mut c_void) -> NcclResult,
+        /// Closes a receive comm.
+        closeRecv: required fn(recvComm: *mut c_void) -> NcclResult,
+        /// Closes a listening comm.
+        closeListen: required fn(listenComm: *mut c_void) -> NcclResult,
+        /// The device-side handle of a registration, for offload (NCCL checks,
+        /// transport/net.cc:1010, 1183).
+        getDeviceMr: optional fn(comm: *mut c_void, mhandle: *mut c_void, dptr_mhandle: *mut *mut c_void) -> NcclResult,
+        /// Tells the plugin the device consumed a receive (NCCL checks, transport/net.cc:1737).
+        irecvConsumed: optional fn(recvComm: *mut c_void, n: c_int, request: *mut c_void) -> NcclResult,
+        /// Makes a virtual device of `props` and writes its index (NCCL checks, net_v11.cc:75).
+        makeVDevice: optional fn(d: *mut c_int, props: *mut NetVDevicePropsV11) -> NcclResult,
+        /// Ends the context `init` made (NCCL calls it unchecked, net_v11.cc:76,
+        /// plugin/net.cc:309).
+        finalize: required fn(ctx: *mut c_void) -> NcclResult,
+        /// Hints at the coming transfers (NCCL checks, net_v11.cc:77, transport/net.cc:223, 253).
+        setNetAttr: optional fn(ctx: *mut c_void, netAttr: *mut NetAttrV11) -> NcclResult,
+    }
+
+    /// `ncclNet_v12_t` (net_v12.h:76-139); NCCL 2.30.3 to 2.30.7 load it, and use it as
+    /// their own table unchanged (net_v12.cc:15-22). v11's with up to `MAX_DEVS_PER_NIC_V12`
+    /// devices per virtual device and rail and plane ids.
+    pub struct NetV12 = "ncclNet_v12_t", symbol "ncclNetPlugin_v12", calls NetV12Calls {
+        /// Initialises the network for one communicator: writes its context `ctx`.
+        init: required fn(ctx: *mut *mut c_void, commId: u64, config: *mut NetCommConfigV12, logFunction: DebugLogger, profFunction: ProfilerCallback) -> NcclResult,
+        /// The number of devices.
+        devices: required fn(ndev: *mut c_int) -> NcclResult,
+        /// A device's properties.
+        getProperties: required fn(dev: c_int, props: *mut NetPropertiesV12) -> NcclResult,
+        /// Creates a receiving object; writes the handle (at most `HANDLE_MAXSIZE` bytes) the
+        /// peer connects with.
+        listen: required fn(ctx: *mut c_void, dev: c_int, handle: *mut c_void, listenComm: *mut *mut c_void) -> NcclResult,
+        /// Connects to a handle; non-blocking: success with a NULL `sendComm` means "call again".
+        connect: required fn(ctx: *mut c_void, dev: c_int, handle: *mut c_void, sendComm: *mut *mut c_void, sendDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Accepts a connection; non-blocking as `connect`.
+        accept: required fn(listenComm: *mut c_void, recvComm: *mut *mut c_void, recvDevComm: *mut *mut NetDeviceHandleV7) -> NcclResult,
+        /// Registers memory; `type` is `PTR_HOST` or `PTR_CUDA`.
+        regMr: required fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Registers DMA-BUF memory; NULL: none (NCCL checks, init.cc:403).
+        regMrDmaBuf: optional fn(comm: *mut c_void, data: *mut c_void, size: usize, kind: c_int, offset: u64, fd: c_int, mhandle: *mut *mut c_void) -> NcclResult,
+        /// Deregisters memory.
+        deregMr: required fn(comm: *mut c_void, mhandle: *mut c_void) -> NcclResult,
+        /// Starts a send (`phandle`: the profiler's); a NULL `request` means "call again".
+        isend: required fn(sendComm: *mut c_void, data: *mut c_void, size: usize, tag: c_int, mhandle: *mut c_void, phandle: *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Starts `n` grouped receives; a NULL `request` means "call again"; `*request` may come
+        /// in as `OPTIONAL_RECV_COMPLETION`.
+        irecv: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut usize, tags: *mut c_int, mhandles: *mut *mut c_void, phandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Makes received device data visible to the GPU.
+        iflush: required fn(recvComm: *mut c_void, n: c_int, data: *mut *mut c_void, sizes: *mut c_int, mhandles: *mut *mut c_void, request: *mut *mut c_void) -> NcclResult,
+        /// Tests a request; `sizes` receives the sizes received.
+        test: required fn(request: *mut c_void, done: *mut c_int, sizes: *mut c_int) -> NcclResult,
+        /// Closes a send comm.
+        closeSend: required fn(sendComm: *mut c_void) -> NcclResult,
+        /// Closes a receive comm.
+        closeRecv: required fn(recvComm: *mut c_void) -> NcclResult,
+        /// Closes a listening comm.
+        closeListen: required fn(listenComm: *mut c_void) -> NcclResult,
+        /// The device-side handle of a registration, for offload (NCCL checks,
+        /// transport/net.cc:1010, 1183).
+        getDeviceMr: optional fn(comm: *mut c_void, mhandle: *mut c_void, dptr_mhandle: *mut *mut c_void) -> NcclResult,
+        /// Tells the plugin the device consumed a receive (NCCL checks, transport/net.cc:1737).
+        irecvConsumed: optional fn(recvComm: *mut c_void, n: c_int, request: *mut c_void) -> NcclResult,
+        /// Makes a virtual device of `props` and writes its index (NCCL checks,
+        /// graph/topo.cc:1710).
+        makeVDevice: optional fn(d: *mut c_int, props: *mut NetVDevicePropsV12) -> NcclResult,
+        /// Ends the context `init` made (NCCL calls it unchecked, plugin/net.cc:309).
+        finalize: required fn(ctx: *mut c_void) -> NcclResult,
+        /// Hints at the coming transfers (NCCL checks, transport/net.cc:223, 253).
+        setNetAttr: optional fn(ctx: *mut c_void, netAttr: *mut NetAttrV12) -> NcclResult,
     }
 }
 
 /// Every layout of the family, for the layout test.
-pub const LAYOUTS: &[crate::plugin::CLayout] = &[NetDeviceHandleV7::LAYOUT, NetPropertiesV8::LAYOUT, NetV8::LAYOUT];
+pub const LAYOUTS: &[crate::plugin::CLayout] = &[
+    NetDeviceHandleV7::LAYOUT,
+    NetPropertiesV6::LAYOUT,
+    NetV6::LAYOUT,
+    NetPropertiesV7::LAYOUT,
+    NetV7::LAYOUT,
+    NetPropertiesV8::LAYOUT,
+    NetV8::LAYOUT,
+    NetVDevicePropsV9::LAYOUT,
+    NetPropertiesV9::LAYOUT,
+    NetV9::LAYOUT,
+    NetVDevicePropsV10::LAYOUT,
+    NetCommConfigV10::LAYOUT,
+    NetPropertiesV10::LAYOUT,
+    NetV10::LAYOUT,
+    NetVDevicePropsV11::LAYOUT,
+    NetCommConfigV11::LAYOUT,
+    NetPropertiesV11::LAYOUT,
+    NetCommAttrV11::LAYOUT,
+    NetAttrV11::LAYOUT,
+    NetV11::LAYOUT,
+    NetVDevicePropsV12::LAYOUT,
+    NetCommConfigV12::LAYOUT,
+    NetPropertiesV12::LAYOUT,
+    NetCommAttrV12::LAYOUT,
+    NetAttrV12::LAYOUT,
+    NetV12::LAYOUT,
+];
