@@ -98,6 +98,15 @@ pub enum PluginError {
         /// False when the plugin function itself never returned.
         returned: bool,
     },
+    /// The plugin logged with a format that does not match C's rules (an unknown
+    /// conversion, `%n`, an unreadable string): shown, never obeyed, and an error for the bench.
+    #[error("{call}: the plugin logged with a malformed format: {line}")]
+    LogFormat {
+        /// The call during which it logged.
+        call: String,
+        /// The line as formatted, with what is wrong with it.
+        line: String,
+    },
     /// Received bytes differ from those sent.
     #[error("{size}-byte message with tag {tag}: byte {offset} is {got:#04x}, {expected:#04x} was sent")]
     Corrupt {

@@ -8,6 +8,7 @@ pub(crate) mod declare;
 pub mod host;
 pub mod net;
 pub mod net_bench;
+pub(crate) mod net_ops;
 
 pub use common::{DebugLogger, LogLevel, NcclResult, ProfilerCallback, Subsystem};
 pub use declare::CLayout;

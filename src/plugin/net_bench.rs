@@ -15,7 +15,7 @@
 //! plugin hands back: NULL comms and requests reported as success, impossible sizes and
 //! unreadable strings are typed errors; its log's formats are read with the host's `printf`.
 
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_int, c_void};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,8 +25,9 @@ use crate::plugin::error::PluginError;
 use crate::plugin::host::load::Plugin;
 use crate::plugin::host::logger::{LogLine, Logger};
 use crate::plugin::host::names::Family;
-use crate::plugin::host::printf::read_c_string;
-use crate::plugin::net::{self, NetPropertiesV8, NetV8, NetV8Calls};
+use crate::plugin::net;
+use crate::plugin::net_ops::NetOps;
+pub use crate::plugin::net_ops::DeviceProperties;
 
 /// What the bench does.
 #[derive(Clone, Debug)]
@@ -57,55 +58,6 @@ impl Default for BenchOptions {
             flush: false,
             device: 0,
             echo_log: false,
-        }
-    }
-}
-
-/// A network device as its plugin describes it (the fields of every version; `None` where the
-/// plugin's version has no such field).
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceProperties {
-    /// `name`.
-    pub name: String,
-    /// `pciPath`.
-    pub pci_path: String,
-    /// `guid`.
-    pub guid: u64,
-    /// `ptrSupport`: `net::PTR_HOST | PTR_CUDA | PTR_DMABUF`.
-    pub ptr_support: i32,
-    /// `regIsGlobal` (v7 on).
-    pub reg_is_global: Option<bool>,
-    /// `forceFlush` (v9 on).
-    pub force_flush: Option<bool>,
-    /// `speed` in Mbps.
-    pub speed: i32,
-    /// `port`.
-    pub port: i32,
-    /// `latency` in µs.
-    pub latency: f32,
-    /// `maxComms`.
-    pub max_comms: i32,
-    /// `maxRecvs`.
-    pub max_recvs: i32,
-    /// `netDeviceType` (v7 on).
-    pub device_type: Option<i32>,
-    /// `netDeviceVersion` (v7 on).
-    pub device_version: Option<i32>,
-}
-
-impl DeviceProperties {
-    /// `ptrSupport` in words.
-    pub fn pointers(&self) -> String {
-        let mut kinds = Vec::new();
-        for (bit, word) in [(net::PTR_HOST, "host"), (net::PTR_CUDA, "cuda"), (net::PTR_DMABUF, "dmabuf")] {
-            if self.ptr_support & bit != 0 {
-                kinds.push(word);
-            }
-        }
-        if kinds.is_empty() {
-            "none".to_string()
-        } else {
-            kinds.join("|")
         }
     }
 }
@@ -208,7 +160,7 @@ fn watched(plugin: &Plugin, options: &BenchOptions, describe_only: bool) -> Resu
 
 /// The bench's state on its own thread.
 struct Bench<'a> {
-    calls: Arc<NetV8Calls>,
+    ops: Arc<NetOps>,
     name: String,
     options: &'a BenchOptions,
     logger: &'a Logger,
@@ -218,19 +170,8 @@ struct Bench<'a> {
 
 impl<'a> Bench<'a> {
     fn new(plugin: &Plugin, options: &'a BenchOptions, logger: &'a Logger, current: Current) -> Result<Self, PluginError> {
-        if plugin.version.version != 8 {
-            return Err(PluginError::Contract {
-                call: "net-bench".into(),
-                what: format!("the bench drives ncclNet_v8_t; this plugin is {}", plugin.version.symbol),
-            });
-        }
-        // SAFETY: the version's table type (checked just above).
-        let table: &NetV8 = unsafe { plugin.table::<NetV8>() };
-        // SAFETY: each entry of a checked table has its declared prototype (the plugin's
-        // contract with NCCL), and the library is never unloaded.
-        let calls = unsafe { NetV8Calls::bind(table) }.map_err(PluginError::Core)?;
-        let name = string(table.name as usize).unwrap_or_else(|| "(unreadable name)".into());
-        Ok(Bench { calls: Arc::new(calls), name, options, logger, current, report: BenchReport::default() })
+        let (ops, name) = NetOps::new(plugin)?;
+        Ok(Bench { ops: Arc::new(ops), name, options, logger, current, report: BenchReport::default() })
     }
 
     /// Calls `f` (one plugin function) watched; an error result becomes [`PluginError::Call`].
@@ -243,16 +184,15 @@ impl<'a> Bench<'a> {
         if let Ok(mut c) = self.current.lock() {
             *c = None;
         }
+        if let Some(line) = self.logger.first_malformed() {
+            return Err(PluginError::LogFormat { call: what, line: line.to_string() });
+        }
         if code.is_success() {
             Ok(())
         } else {
             let log = self.logger.lines().last().map(ToString::to_string);
             Err(PluginError::Call { call: what, code, log })
         }
-    }
-
-    fn entry<'t, T>(entry: &'t Option<T>, name: &str) -> Result<&'t T, PluginError> {
-        entry.as_ref().ok_or_else(|| PluginError::Contract { call: name.into(), what: "NULL in the table".into() })
     }
 
     fn late(&self, started: Instant, what: &str) -> Result<(), PluginError> {
@@ -264,27 +204,39 @@ impl<'a> Bench<'a> {
     }
 
     fn run(&mut self, describe_only: bool) -> Result<BenchReport, PluginError> {
-        let c = self.calls.clone();
-        let (init, devices, get_properties) =
-            (Self::entry(&c.init, "init")?, Self::entry(&c.devices, "devices")?, Self::entry(&c.getProperties, "getProperties")?);
+        let ops = self.ops.clone();
         let logger = self.logger.as_c();
-        // SAFETY (every plugin call below): the entry's prototype, with arguments that are valid
-        // for it: out-pointers to live locals, buffers of the sizes given, comms and requests the
-        // plugin handed out and has not been told to close.
-        self.call("init", || unsafe { init.call((logger,)) })?;
+        // Every plugin call below passes what its contract asks (net_ops): out-pointers to
+        // live locals, buffers of the sizes given, comms and requests the plugin handed out
+        // and has not been told to close.
+        self.call("init", || (ops.init)(logger))?;
         let mut ndev: c_int = -1;
-        self.call("devices", || unsafe { devices.call((&mut ndev,)) })?;
+        self.call("devices", || (ops.devices)(&mut ndev))?;
         if !(1..=1024).contains(&ndev) {
             return Err(PluginError::Contract { call: "devices".into(), what: format!("reports {ndev} devices") });
         }
         for dev in 0..ndev {
-            // SAFETY: zero is a valid NetPropertiesV8 (integers, floats, null pointers).
-            let mut props: NetPropertiesV8 = unsafe { core::mem::zeroed() };
-            self.call(format!("getProperties({dev})"), || unsafe { get_properties.call((dev, &mut props)) })?;
-            self.report.devices.push(properties_v8(dev, &props)?);
+            let call = format!("getProperties({dev})");
+            let mut props = None;
+            self.call(call.clone(), || match (ops.properties)(dev) {
+                Ok(p) => {
+                    props = Some(Ok(p));
+                    NcclResult::SUCCESS
+                }
+                Err((code, what)) => {
+                    props = Some(Err(what));
+                    code
+                }
+            })?;
+            match props {
+                Some(Ok(p)) => self.report.devices.push(p),
+                Some(Err(what)) => return Err(PluginError::Contract { call, what }),
+                None => unreachable!("the closure ran"),
+            }
         }
         self.report.name = self.name.clone();
         if describe_only {
+            self.finalize()?;
             return Ok(std::mem::take(&mut self.report));
         }
         let dev = self.options.device;
@@ -301,54 +253,54 @@ impl<'a> Bench<'a> {
         let (send, recv, listen) = self.connect(dev)?;
         let outcome = self.exchange(send, recv, props.force_flush == Some(true));
         let closed = self.close(send, recv, listen);
-        outcome.and(closed)?;
+        outcome.and(closed).and(self.finalize())?;
         Ok(std::mem::take(&mut self.report))
+    }
+
+    fn finalize(&self) -> Result<(), PluginError> {
+        match &self.ops.finalize {
+            Some(f) => self.call("finalize", f),
+            None => Ok(()),
+        }
     }
 
     /// `listen`, then `connect` and `accept` in turn until both hand back a comm.
     fn connect(&mut self, dev: c_int) -> Result<(*mut c_void, *mut c_void, *mut c_void), PluginError> {
-        let c = self.calls.clone();
-        let (listen, connect, accept) =
-            (Self::entry(&c.listen, "listen")?, Self::entry(&c.connect, "connect")?, Self::entry(&c.accept, "accept")?);
+        let ops = self.ops.clone();
         let mut handle = [0u8; net::HANDLE_MAXSIZE];
         let mut listen_comm: *mut c_void = core::ptr::null_mut();
-        // SAFETY: as in run; the handle holds NCCL_NET_HANDLE_MAXSIZE bytes.
-        self.call("listen", || unsafe { listen.call((dev, handle.as_mut_ptr().cast(), &mut listen_comm)) })?;
+        self.call("listen", || (ops.listen)(dev, handle.as_mut_ptr().cast(), &mut listen_comm))?;
         if listen_comm.is_null() {
             return Err(PluginError::Contract { call: "listen".into(), what: "success with a NULL listenComm".into() });
         }
         let (mut send, mut recv) = (core::ptr::null_mut::<c_void>(), core::ptr::null_mut::<c_void>());
-        let (mut send_dev, mut recv_dev) = (core::ptr::null_mut(), core::ptr::null_mut());
         let started = Instant::now();
         while send.is_null() || recv.is_null() {
             if send.is_null() {
                 self.report.connect_calls += 1;
-                // SAFETY: as in run.
-                self.call("connect", || unsafe { connect.call((dev, handle.as_mut_ptr().cast(), &mut send, &mut send_dev)) })?;
+                // The same handle each time: a plugin keeps its connection state in it.
+                self.call("connect", || (ops.connect)(dev, handle.as_mut_ptr().cast(), &mut send))?;
             }
             if recv.is_null() {
                 self.report.accept_calls += 1;
-                // SAFETY: as in run.
-                self.call("accept", || unsafe { accept.call((listen_comm, &mut recv, &mut recv_dev)) })?;
+                self.call("accept", || (ops.accept)(listen_comm, &mut recv))?;
             }
             self.late(started, "connect/accept")?;
         }
         Ok((send, recv, listen_comm))
     }
 
-    /// Every size, both ways timed, every byte checked.
+    /// Every size, timed, every byte checked.
     fn exchange(&mut self, send: *mut c_void, recv: *mut c_void, force_flush: bool) -> Result<(), PluginError> {
-        let c = self.calls.clone();
-        let (reg, dereg) = (Self::entry(&c.regMr, "regMr")?, Self::entry(&c.deregMr, "deregMr")?);
+        let ops = self.ops.clone();
         let max = self.options.max_size;
         let mut out = vec![0u8; max];
         let mut into = vec![0u8; max];
         let (mut send_mr, mut recv_mr) = (core::ptr::null_mut::<c_void>(), core::ptr::null_mut::<c_void>());
-        // SAFETY: as in run; the buffers hold `max` bytes and outlive the registrations (deregMr
-        // below, before they drop).
-        self.call(format!("regMr(send, {max} B)"), || unsafe { reg.call((send, out.as_mut_ptr().cast(), max, net::PTR_HOST, &mut send_mr)) })?;
-        let registered = self
-            .call(format!("regMr(recv, {max} B)"), || unsafe { reg.call((recv, into.as_mut_ptr().cast(), max, net::PTR_HOST, &mut recv_mr)) });
+        // The buffers outlive their registrations (deregMr below, before they drop).
+        self.call(format!("regMr(send, {max} B)"), || (ops.reg_mr)(send, out.as_mut_ptr().cast(), max, &mut send_mr))?;
+        let registered =
+            self.call(format!("regMr(recv, {max} B)"), || (ops.reg_mr)(recv, into.as_mut_ptr().cast(), max, &mut recv_mr));
         let outcome = registered.and_then(|()| {
             let mut size = self.options.min_size;
             let mut tag = 1;
@@ -361,9 +313,8 @@ impl<'a> Bench<'a> {
                 tag += 1;
             }
         });
-        // SAFETY: as in run: handles this bench registered.
-        let freed = self.call("deregMr(send)", || unsafe { dereg.call((send, send_mr)) });
-        let freed = freed.and(if recv_mr.is_null() { Ok(()) } else { self.call("deregMr(recv)", || unsafe { dereg.call((recv, recv_mr)) }) });
+        let freed = self.call("deregMr(send)", || (ops.dereg_mr)(send, send_mr));
+        let freed = freed.and(if recv_mr.is_null() { Ok(()) } else { self.call("deregMr(recv)", || (ops.dereg_mr)(recv, recv_mr)) });
         outcome.and(freed)
     }
 
@@ -404,8 +355,9 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
-    /// One message: `irecv`, `isend` (each retried while the request is NULL), `test` both to
-    /// completion, the received size checked, then `iflush` if asked.
+    /// One message: `irecv`, `isend` (each retried while the request is NULL, as NCCL's
+    /// proxy retries), `test` both to completion, the received size checked, then `iflush`
+    /// if asked.
     #[allow(clippy::too_many_arguments)]
     fn transfer(
         &mut self,
@@ -417,116 +369,71 @@ impl<'a> Bench<'a> {
         tag: i32,
         force_flush: bool,
     ) -> Result<(), PluginError> {
-        let c = self.calls.clone();
-        let (isend, irecv, test) = (Self::entry(&c.isend, "isend")?, Self::entry(&c.irecv, "irecv")?, Self::entry(&c.test, "test")?);
+        let ops = self.ops.clone();
         let started = Instant::now();
-        let n = size as c_int;
-        let (mut data, mut sizes, mut tags, mut mhandles) = ([into.cast::<c_void>()], [n], [tag], [recv_mr]);
         let mut recv_req: *mut c_void = core::ptr::null_mut();
         while recv_req.is_null() {
-            // SAFETY: as in run; one receive of `size` bytes into the registered buffer.
-            self.call(format!("irecv({size} B, tag {tag})"), || unsafe {
-                irecv.call((recv, 1, data.as_mut_ptr(), sizes.as_mut_ptr(), tags.as_mut_ptr(), mhandles.as_mut_ptr(), &mut recv_req))
-            })?;
+            self.call(format!("irecv({size} B, tag {tag})"), || (ops.irecv)(recv, into.cast(), size, tag, recv_mr, &mut recv_req))?;
             self.late(started, "irecv")?;
         }
         let mut send_req: *mut c_void = core::ptr::null_mut();
         while send_req.is_null() {
-            // SAFETY: as in run; `size` bytes of the registered buffer.
-            self.call(format!("isend({size} B, tag {tag})"), || unsafe { isend.call((send, out.cast(), n, tag, send_mr, &mut send_req)) })?;
+            self.call(format!("isend({size} B, tag {tag})"), || (ops.isend)(send, out.cast(), size, tag, send_mr, &mut send_req))?;
             self.late(started, "isend")?;
         }
         let (mut send_done, mut recv_done) = (false, false);
-        let mut received: [c_int; 1] = [-1];
+        let mut received: c_int = -1;
         while !(send_done && recv_done) {
             if !send_done {
                 let (mut done, mut sent) = (0, 0);
-                // SAFETY: as in run; a request the plugin handed out and has not completed.
-                self.call(format!("test(send {size} B)"), || unsafe { test.call((send_req, &mut done, &mut sent)) })?;
+                self.call(format!("test(send {size} B)"), || (ops.test)(send_req, &mut done, &mut sent))?;
                 send_done = done != 0;
             }
             if !recv_done {
                 let mut done = 0;
-                // SAFETY: as above; `sizes` has room for the one receive.
-                self.call(format!("test(recv {size} B)"), || unsafe { test.call((recv_req, &mut done, received.as_mut_ptr())) })?;
+                self.call(format!("test(recv {size} B)"), || (ops.test)(recv_req, &mut done, &mut received))?;
                 recv_done = done != 0;
             }
             self.late(started, &format!("test ({size} B, tag {tag})"))?;
         }
-        if received[0] != n {
+        if received as usize != size {
             return Err(PluginError::Contract {
                 call: format!("test(recv {size} B)"),
-                what: format!("reports {} bytes received, {size} were sent", received[0]),
+                what: format!("reports {received} bytes received, {size} were sent"),
             });
         }
         if force_flush || self.options.flush {
-            self.flush(recv, into, recv_mr, n)?;
+            self.flush(recv, into, recv_mr, size as c_int)?;
         }
         Ok(())
     }
 
     fn flush(&mut self, recv: *mut c_void, into: *mut u8, recv_mr: *mut c_void, n: c_int) -> Result<(), PluginError> {
-        let c = self.calls.clone();
-        let (iflush, test) = (Self::entry(&c.iflush, "iflush")?, Self::entry(&c.test, "test")?);
+        let ops = self.ops.clone();
         let started = Instant::now();
-        let (mut data, mut sizes, mut mhandles) = ([into.cast::<c_void>()], [n], [recv_mr]);
         let mut request: *mut c_void = core::ptr::null_mut();
-        // SAFETY: as in run.
-        self.call("iflush", || unsafe { iflush.call((recv, 1, data.as_mut_ptr(), sizes.as_mut_ptr(), mhandles.as_mut_ptr(), &mut request)) })?;
+        self.call("iflush", || (ops.iflush)(recv, into.cast(), n, recv_mr, &mut request))?;
         self.report.flushes += 1;
-        // A NULL request: nothing to wait for (net_v8.h: "iflush ... request may be NULL").
+        // A NULL request: nothing to wait for (net_v8.h: iflush may complete at once).
         let mut done = request.is_null() as c_int;
         while done == 0 {
             let mut flushed = 0;
-            // SAFETY: as in run.
-            self.call("test(flush)", || unsafe { test.call((request, &mut done, &mut flushed)) })?;
+            self.call("test(flush)", || (ops.test)(request, &mut done, &mut flushed))?;
             self.late(started, "test (flush)")?;
         }
         Ok(())
     }
 
     fn close(&mut self, send: *mut c_void, recv: *mut c_void, listen: *mut c_void) -> Result<(), PluginError> {
-        let c = self.calls.clone();
-        let (s, r, l) = (Self::entry(&c.closeSend, "closeSend")?, Self::entry(&c.closeRecv, "closeRecv")?, Self::entry(&c.closeListen, "closeListen")?);
-        // SAFETY: as in run: each comm once, after its last use.
-        let a = self.call("closeSend", || unsafe { s.call((send,)) });
-        let b = self.call("closeRecv", || unsafe { r.call((recv,)) });
-        let d = self.call("closeListen", || unsafe { l.call((listen,)) });
+        let ops = self.ops.clone();
+        let a = self.call("closeSend", || (ops.close_send)(send));
+        let b = self.call("closeRecv", || (ops.close_recv)(recv));
+        let d = self.call("closeListen", || (ops.close_listen)(listen));
         a.and(b).and(d)
     }
 }
 
-/// A C string of the plugin's, read without trusting the address; `None` for NULL or unreadable.
-fn string(at: usize) -> Option<String> {
-    if at == 0 {
-        return None;
-    }
-    read_c_string(at).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
-}
-
-fn properties_v8(dev: c_int, p: &NetPropertiesV8) -> Result<DeviceProperties, PluginError> {
-    let name = string(p.name as usize).ok_or_else(|| PluginError::Contract {
-        call: format!("getProperties({dev})"),
-        what: format!("success with a {} name", if p.name.is_null() { "NULL" } else { "unreadable" }),
-    })?;
-    Ok(DeviceProperties {
-        name,
-        pci_path: string(p.pciPath as usize).unwrap_or_default(),
-        guid: p.guid,
-        ptr_support: p.ptrSupport,
-        reg_is_global: Some(p.regIsGlobal != 0),
-        force_flush: None,
-        speed: p.speed,
-        port: p.port,
-        latency: p.latency,
-        max_comms: p.maxComms,
-        max_recvs: p.maxRecvs,
-        device_type: Some(p.netDeviceType),
-        device_version: Some(p.netDeviceVersion),
-    })
-}
-
 /// The plugin's table name as a string, for reports.
-pub fn table_name(name: *const c_char) -> String {
-    string(name as usize).unwrap_or_else(|| "(unreadable)".into())
+pub fn table_name(name: *const core::ffi::c_char) -> String {
+    crate::plugin::net_ops::string(name as usize).unwrap_or_else(|| "(unreadable)".into())
 }

@@ -65,13 +65,13 @@ macro_rules! tables {
     )*};
 }
 
-use crate::plugin::net::NetV8;
-tables!(NetV8);
+use crate::plugin::net::{NetV10, NetV11, NetV12, NetV6, NetV7, NetV8, NetV9};
+tables!(NetV6, NetV7, NetV8, NetV9, NetV10, NetV11, NetV12);
 
 /// The versions of `family`'s table the host knows, newest first (the order NCCL searches).
 pub fn versions(family: Family) -> &'static [TableVersion] {
     match family {
-        Family::Net => versions![NetV8 => 8],
+        Family::Net => versions![NetV12 => 12, NetV11 => 11, NetV10 => 10, NetV9 => 9, NetV8 => 8, NetV7 => 7, NetV6 => 6],
         Family::Gin | Family::Tuner | Family::Profiler | Family::Env => &[],
     }
 }

@@ -4,6 +4,7 @@
 //! (`doctor`, the network test bench), and optionally echoes it to standard error.
 
 use core::ffi::c_char;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::engine::callback::Callback;
@@ -44,6 +45,7 @@ impl core::fmt::Display for LogLine {
 pub struct Logger {
     callback: Callback,
     lines: Arc<Mutex<Vec<LogLine>>>,
+    malformed: Arc<AtomicBool>,
 }
 
 impl core::fmt::Debug for Logger {
@@ -63,6 +65,8 @@ impl Logger {
                 .map_err(PluginError::Core)?;
         let lines: Arc<Mutex<Vec<LogLine>>> = Arc::default();
         let kept = lines.clone();
+        let malformed: Arc<AtomicBool> = Arc::default();
+        let seen = malformed.clone();
         let callback = Callback::new(&signature, move |args, _| {
             let (level, flags, line) =
                 (args.get::<i32>(0).unwrap_or(0), args.get::<u64>(1).unwrap_or(0), args.get::<i32>(3).unwrap_or(0));
@@ -77,6 +81,9 @@ impl Logger {
                 Err(e) => printf::Formatted { text: String::new(), faults: vec![e.to_string()] },
             };
             let entry = LogLine { level: LogLevel(level), flags, file, line, text: formatted.text, faults: formatted.faults };
+            if !entry.faults.is_empty() {
+                seen.store(true, Ordering::Release);
+            }
             if echo {
                 eprintln!("plugin: {entry}");
             }
@@ -87,7 +94,7 @@ impl Logger {
             }
         })
         .map_err(PluginError::Core)?;
-        Ok(Logger { callback, lines })
+        Ok(Logger { callback, lines, malformed })
     }
 
     /// The logger as the C function pointer a plugin's `init` takes.
@@ -99,6 +106,14 @@ impl Logger {
                 self.callback.as_ptr(),
             )
         }))
+    }
+
+    /// The first line received with a malformed format, if any.
+    pub fn first_malformed(&self) -> Option<LogLine> {
+        if !self.malformed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lines.lock().ok()?.iter().find(|l| !l.faults.is_empty()).cloned()
     }
 
     /// The lines received so far, and clears them.

@@ -205,7 +205,7 @@ pub(crate) fn format_bytes(fmt: &[u8], args: &mut dyn Args) -> Formatted {
             continue;
         }
         if !b"diuoxXcspfFeEgGaAn".contains(&conv) {
-            out.faults.push(format!("unknown conversion %{}", conv as char));
+            out.faults.push(format!("unknown conversion {:?}", String::from_utf8_lossy(&fmt[start..i])));
             text.extend_from_slice(&fmt[start..i]);
             continue;
         }
