@@ -148,7 +148,7 @@ fn doctor_reports_the_candidate_that_loads_and_what_it_lacks() {
     assert!(out.contains("ncclMemAlloc") && out.contains("needs 2.19.1"), "{out}");
     assert!(out.contains("ncclCommShrink"), "{out}");
     assert!(out.contains("NCCL_DEBUG_SUBSYS=INIT"), "{out}");
-    assert!(out.contains("Net plugin (NCCL_NET_PLUGIN=unset)") && out.contains("libnccl-net.so"), "{out}");
+    assert!(out.contains("  NET (NCCL_NET_PLUGIN=unset):\n    tried: libnccl-net.so: not found\n"), "{out}");
     assert!(out.contains("GPUs:"), "{out}");
 
     let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", new.to_str().unwrap())]);
@@ -165,9 +165,13 @@ fn doctor_reports_the_candidate_that_loads_and_what_it_lacks() {
 #[test]
 fn doctor_names_a_missing_library_and_a_net_plugin() {
     let dir = common::work_dir("cli-net-plugin");
+    let include = format!("-I{}", common::repo_file("tests/c/plugin_abi").display());
+    let plugin =
+        common::build_shared_with(&dir, "nccl-net-tcp", &[common::repo_file("tests/c/plugins/net_tcp.c")], &[&include]);
+    // A table with NULL entries NCCL calls unchecked: refused, named.
     let src = dir.join("plugin.c");
-    std::fs::write(&src, "int ncclNetPlugin_v8[64];\n").unwrap();
-    let plugin = common::build_shared(&dir, "nccl-net-demo", &[src]);
+    std::fs::write(&src, "void *ncclNetPlugin_v8[32];\n").unwrap();
+    let zeros = common::build_shared(&dir, "nccl-net-zeros", &[src]);
     let o = run(
         &["doctor"],
         &[("NCCL_TRAMPOLINE_LIBRARY", "/nonexistent/libnccl.so.2"), ("NCCL_NET_PLUGIN", plugin.to_str().unwrap())],
@@ -185,12 +189,61 @@ fn doctor_names_a_missing_library_and_a_net_plugin() {
         ),
         "{out}"
     );
-    assert!(out.contains(&format!("found at {}", plugin.display())) && out.contains("ncclNetPlugin_v8"), "{out}");
-    // A bare name is also tried as libnccl-net-<name>.so.
+    // The plugin found, its table, init's log line and its device, as NCCL would load it.
+    for expected in [
+        format!("tried: {}: loaded, ncclNetPlugin_v8", plugin.display()),
+        "table: ncclNetPlugin_v8 (version 8)".to_string(),
+        "name: TestTcp".to_string(),
+        "log: INFO net_tcp.c:".to_string(),
+        "NET/TestTcp : 1 device(s), loopback 127.0.0.1, 40-byte handles".to_string(),
+        "device 0: lo-tcp pci /sys/devices/virtual/net/lo guid 0x1234abcd speed 10000 Mbps port 1 latency 0.5 us pointers host max comms 1024 max recvs 1".to_string(),
+        "result: init ncclSuccess, 1 device(s)".to_string(),
+    ] {
+        assert!(out.contains(&expected), "{expected}\n{out}");
+    }
+    // A list, as NCCL reads it (once taken as one name, `a,b` -> libnccl-net-a,b.so): each
+    // entry in order, a bare name also as libnccl-net-<name>.so.
+    let list = format!("nosuchplugin,{}", plugin.display());
+    let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", &list)]);
+    let (out, _) = text(&o);
+    assert!(out.contains("tried: nosuchplugin: not found\n    tried: libnccl-net-nosuchplugin.so: not found\n    tried: /"), "{out}");
+    assert!(out.contains("name: TestTcp"), "{out}");
     let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", "nosuchplugin")]);
     let (out, _) = text(&o);
     assert!(out.contains("libnccl-net-nosuchplugin.so: not found"), "{out}");
     assert!(out.contains("none found"), "{out}");
+    let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", zeros.to_str().unwrap())]);
+    let (out, _) = text(&o);
+    assert!(out.contains("ncclNetPlugin_v8 has NULL init, devices, getProperties"), "{out}");
+    let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", "NONE"), ("NCCL_TUNER_PLUGIN", "none")]);
+    let (out, _) = text(&o);
+    assert!(out.contains("NET plugins are disabled by NCCL_NET_PLUGIN=none"), "{out}");
+    assert!(out.contains("TUNER plugins are disabled by NCCL_TUNER_PLUGIN=none"), "{out}");
+}
+
+/// `net-bench` through the CLI: the working plugin (every byte of every size), and a
+/// misbehaving one (its typed error in one line, exit status 1, within the deadline).
+#[test]
+fn net_bench_checks_every_byte_and_reports_a_misbehaving_plugin_in_one_line() {
+    let dir = common::work_dir("cli-net-bench");
+    let include = format!("-I{}", common::repo_file("tests/c/plugin_abi").display());
+    let source = [common::repo_file("tests/c/plugins/net_tcp.c")];
+    let good = common::build_shared_with(&dir, "nccl-net-tcp", &source, &[&include]);
+    let hang = common::build_shared_with(&dir, "nccl-net-hang", &source, &[&include, "-DMISBEHAVE=hang_connect"]);
+    let o = run(&["net-bench", "--plugin", good.to_str().unwrap(), "--max-bytes", "1048576", "--flush"], &[]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("result: every byte of 21 sizes checked"), "{out}");
+    assert!(out.contains("     1048576     21"), "{out}");
+    let started = std::time::Instant::now();
+    let o = run(&["net-bench", "--plugin", hang.to_str().unwrap(), "--deadline", "1"], &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert_eq!(
+        err,
+        "nccl-trampoline: connect did not finish within 1000 ms (the call has not returned: it runs on in a thread of its own)\n"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
 }
 
 #[test]
