@@ -96,8 +96,43 @@ pub struct BenchReport {
     pub log: Vec<LogLine>,
 }
 
+/// A step of the bench: a plugin entry and what it was asked, formatted only when reported.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    name: &'static str,
+    detail: Detail,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Detail {
+    None,
+    Device(c_int),
+    Bytes(usize),
+    Message(usize, c_int),
+}
+
+impl Step {
+    const fn named(name: &'static str) -> Step {
+        Step { name, detail: Detail::None }
+    }
+    const fn with(name: &'static str, detail: Detail) -> Step {
+        Step { name, detail }
+    }
+}
+
+impl core::fmt::Display for Step {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.detail {
+            Detail::None => write!(f, "{}", self.name),
+            Detail::Device(d) => write!(f, "{}({d})", self.name),
+            Detail::Bytes(n) => write!(f, "{}({n} B)", self.name),
+            Detail::Message(n, tag) => write!(f, "{}({n} B, tag {tag})", self.name),
+        }
+    }
+}
+
 /// The call in progress on the bench's thread, for the watch.
-type Current = Arc<Mutex<Option<(String, Instant)>>>;
+type Current = Arc<Mutex<Option<(Step, Instant)>>>;
 
 /// Runs the bench on `plugin` (a network plugin).
 pub fn run(plugin: &Plugin, options: &BenchOptions) -> Result<BenchReport, PluginError> {
@@ -148,7 +183,7 @@ fn watched(plugin: &Plugin, options: &BenchOptions, describe_only: bool) -> Resu
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        let late = current.lock().ok().and_then(|c| c.as_ref().filter(|(_, t)| t.elapsed() > deadline).map(|(n, _)| n.clone()));
+        let late = current.lock().ok().and_then(|c| c.as_ref().filter(|(_, t)| t.elapsed() > deadline).map(|(n, _)| n.to_string()));
         if let Some(call) = late {
             // The plugin's function has not returned: leave its thread (and the logger it may
             // still call, which it holds) and report.
@@ -166,38 +201,48 @@ struct Bench<'a> {
     logger: &'a Logger,
     current: Current,
     report: BenchReport,
+    /// `max_size + 251` bytes of a pseudo-random pattern, the messages' contents.
+    pattern: Vec<u8>,
 }
 
 impl<'a> Bench<'a> {
     fn new(plugin: &Plugin, options: &'a BenchOptions, logger: &'a Logger, current: Current) -> Result<Self, PluginError> {
         let (ops, name) = NetOps::new(plugin)?;
-        Ok(Bench { ops: Arc::new(ops), name, options, logger, current, report: BenchReport::default() })
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let pattern = (0..options.max_size + 251)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        Ok(Bench { ops: Arc::new(ops), name, options, logger, current, report: BenchReport::default(), pattern })
     }
 
     /// Calls `f` (one plugin function) watched; an error result becomes [`PluginError::Call`].
-    fn call(&self, what: impl Into<String>, f: impl FnOnce() -> NcclResult) -> Result<(), PluginError> {
-        let what = what.into();
+    fn call(&self, what: Step, f: impl FnOnce() -> NcclResult) -> Result<(), PluginError> {
         if let Ok(mut c) = self.current.lock() {
-            *c = Some((what.clone(), Instant::now()));
+            *c = Some((what, Instant::now()));
         }
         let code = f();
         if let Ok(mut c) = self.current.lock() {
             *c = None;
         }
         if let Some(line) = self.logger.first_malformed() {
-            return Err(PluginError::LogFormat { call: what, line: line.to_string() });
+            return Err(PluginError::LogFormat { call: what.to_string(), line: line.to_string() });
         }
         if code.is_success() {
             Ok(())
         } else {
             let log = self.logger.lines().last().map(ToString::to_string);
-            Err(PluginError::Call { call: what, code, log })
+            Err(PluginError::Call { call: what.to_string(), code, log })
         }
     }
 
-    fn late(&self, started: Instant, what: &str) -> Result<(), PluginError> {
+    fn late(&self, started: Instant, what: Step) -> Result<(), PluginError> {
         if started.elapsed() > self.options.deadline {
-            Err(PluginError::Deadline { call: what.into(), deadline: self.options.deadline, returned: true })
+            Err(PluginError::Deadline { call: what.to_string(), deadline: self.options.deadline, returned: true })
         } else {
             Ok(())
         }
@@ -209,16 +254,16 @@ impl<'a> Bench<'a> {
         // Every plugin call below passes what its contract asks (net_ops): out-pointers to
         // live locals, buffers of the sizes given, comms and requests the plugin handed out
         // and has not been told to close.
-        self.call("init", || (ops.init)(logger))?;
+        self.call(Step::named("init"), || (ops.init)(logger))?;
         let mut ndev: c_int = -1;
-        self.call("devices", || (ops.devices)(&mut ndev))?;
+        self.call(Step::named("devices"), || (ops.devices)(&mut ndev))?;
         if !(1..=1024).contains(&ndev) {
             return Err(PluginError::Contract { call: "devices".into(), what: format!("reports {ndev} devices") });
         }
         for dev in 0..ndev {
-            let call = format!("getProperties({dev})");
+            let call = Step::with("getProperties", Detail::Device(dev));
             let mut props = None;
-            self.call(call.clone(), || match (ops.properties)(dev) {
+            self.call(call, || match (ops.properties)(dev) {
                 Ok(p) => {
                     props = Some(Ok(p));
                     NcclResult::SUCCESS
@@ -230,7 +275,7 @@ impl<'a> Bench<'a> {
             })?;
             match props {
                 Some(Ok(p)) => self.report.devices.push(p),
-                Some(Err(what)) => return Err(PluginError::Contract { call, what }),
+                Some(Err(what)) => return Err(PluginError::Contract { call: call.to_string(), what }),
                 None => unreachable!("the closure ran"),
             }
         }
@@ -246,7 +291,7 @@ impl<'a> Bench<'a> {
         })?;
         if props.ptr_support & net::PTR_HOST == 0 {
             return Err(PluginError::Contract {
-                call: format!("getProperties({dev})"),
+                call: Step::with("getProperties", Detail::Device(dev)).to_string(),
                 what: format!("ptrSupport {:#x} lacks NCCL_PTR_HOST: the bench sends host memory", props.ptr_support),
             });
         }
@@ -259,7 +304,7 @@ impl<'a> Bench<'a> {
 
     fn finalize(&self) -> Result<(), PluginError> {
         match &self.ops.finalize {
-            Some(f) => self.call("finalize", f),
+            Some(f) => self.call(Step::named("finalize"), f),
             None => Ok(()),
         }
     }
@@ -269,7 +314,7 @@ impl<'a> Bench<'a> {
         let ops = self.ops.clone();
         let mut handle = [0u8; net::HANDLE_MAXSIZE];
         let mut listen_comm: *mut c_void = core::ptr::null_mut();
-        self.call("listen", || (ops.listen)(dev, handle.as_mut_ptr().cast(), &mut listen_comm))?;
+        self.call(Step::named("listen"), || (ops.listen)(dev, handle.as_mut_ptr().cast(), &mut listen_comm))?;
         if listen_comm.is_null() {
             return Err(PluginError::Contract { call: "listen".into(), what: "success with a NULL listenComm".into() });
         }
@@ -279,13 +324,13 @@ impl<'a> Bench<'a> {
             if send.is_null() {
                 self.report.connect_calls += 1;
                 // The same handle each time: a plugin keeps its connection state in it.
-                self.call("connect", || (ops.connect)(dev, handle.as_mut_ptr().cast(), &mut send))?;
+                self.call(Step::named("connect"), || (ops.connect)(dev, handle.as_mut_ptr().cast(), &mut send))?;
             }
             if recv.is_null() {
                 self.report.accept_calls += 1;
-                self.call("accept", || (ops.accept)(listen_comm, &mut recv))?;
+                self.call(Step::named("accept"), || (ops.accept)(listen_comm, &mut recv))?;
             }
-            self.late(started, "connect/accept")?;
+            self.late(started, Step::named("connect/accept"))?;
         }
         Ok((send, recv, listen_comm))
     }
@@ -298,9 +343,9 @@ impl<'a> Bench<'a> {
         let mut into = vec![0u8; max];
         let (mut send_mr, mut recv_mr) = (core::ptr::null_mut::<c_void>(), core::ptr::null_mut::<c_void>());
         // The buffers outlive their registrations (deregMr below, before they drop).
-        self.call(format!("regMr(send, {max} B)"), || (ops.reg_mr)(send, out.as_mut_ptr().cast(), max, &mut send_mr))?;
+        self.call(Step::with("regMr(send)", Detail::Bytes(max)), || (ops.reg_mr)(send, out.as_mut_ptr().cast(), max, &mut send_mr))?;
         let registered =
-            self.call(format!("regMr(recv, {max} B)"), || (ops.reg_mr)(recv, into.as_mut_ptr().cast(), max, &mut recv_mr));
+            self.call(Step::with("regMr(recv)", Detail::Bytes(max)), || (ops.reg_mr)(recv, into.as_mut_ptr().cast(), max, &mut recv_mr));
         let outcome = registered.and_then(|()| {
             let mut size = self.options.min_size;
             let mut tag = 1;
@@ -313,8 +358,8 @@ impl<'a> Bench<'a> {
                 tag += 1;
             }
         });
-        let freed = self.call("deregMr(send)", || (ops.dereg_mr)(send, send_mr));
-        let freed = freed.and(if recv_mr.is_null() { Ok(()) } else { self.call("deregMr(recv)", || (ops.dereg_mr)(recv, recv_mr)) });
+        let freed = self.call(Step::named("deregMr(send)"), || (ops.dereg_mr)(send, send_mr));
+        let freed = freed.and(if recv_mr.is_null() { Ok(()) } else { self.call(Step::named("deregMr(recv)"), || (ops.dereg_mr)(recv, recv_mr)) });
         outcome.and(freed)
     }
 
@@ -332,15 +377,16 @@ impl<'a> Bench<'a> {
         let iterations = if size > 1 << 20 { self.options.iterations.clamp(1, 3) } else { self.options.iterations.max(1) };
         let mut total = Duration::ZERO;
         for round in 0..iterations {
-            let seed = (size as u32).wrapping_mul(2_654_435_761).wrapping_add(round as u32);
-            for (i, b) in out[..size].iter_mut().enumerate() {
-                *b = (i as u32).wrapping_mul(131).wrapping_add(seed >> 7) as u8;
-            }
+            // A different stretch of the pattern each time (no two rounds, sizes or
+            // neighbouring bytes alike), copied rather than computed byte by byte.
+            let shift = (size.trailing_zeros() as usize * 7 + round * 13) % 251;
+            out[..size].copy_from_slice(&self.pattern[shift..shift + size]);
             into[..size].fill(!out[0]);
             let started = Instant::now();
             self.transfer(send, recv, (out.as_mut_ptr(), send_mr), (into.as_mut_ptr(), recv_mr), size, tag, force_flush)?;
             total += started.elapsed();
-            if let Some(offset) = out[..size].iter().zip(&into[..size]).position(|(a, b)| a != b) {
+            if out[..size] != into[..size] {
+                let offset = out[..size].iter().zip(&into[..size]).position(|(a, b)| a != b).unwrap_or(0);
                 return Err(PluginError::Corrupt { size, tag, offset, got: into[offset], expected: out[offset] });
             }
         }
@@ -373,32 +419,32 @@ impl<'a> Bench<'a> {
         let started = Instant::now();
         let mut recv_req: *mut c_void = core::ptr::null_mut();
         while recv_req.is_null() {
-            self.call(format!("irecv({size} B, tag {tag})"), || (ops.irecv)(recv, into.cast(), size, tag, recv_mr, &mut recv_req))?;
-            self.late(started, "irecv")?;
+            self.call(Step::with("irecv", Detail::Message(size, tag)), || (ops.irecv)(recv, into.cast(), size, tag, recv_mr, &mut recv_req))?;
+            self.late(started, Step::with("irecv", Detail::Message(size, tag)))?;
         }
         let mut send_req: *mut c_void = core::ptr::null_mut();
         while send_req.is_null() {
-            self.call(format!("isend({size} B, tag {tag})"), || (ops.isend)(send, out.cast(), size, tag, send_mr, &mut send_req))?;
-            self.late(started, "isend")?;
+            self.call(Step::with("isend", Detail::Message(size, tag)), || (ops.isend)(send, out.cast(), size, tag, send_mr, &mut send_req))?;
+            self.late(started, Step::with("isend", Detail::Message(size, tag)))?;
         }
         let (mut send_done, mut recv_done) = (false, false);
         let mut received: c_int = -1;
         while !(send_done && recv_done) {
             if !send_done {
                 let (mut done, mut sent) = (0, 0);
-                self.call(format!("test(send {size} B)"), || (ops.test)(send_req, &mut done, &mut sent))?;
+                self.call(Step::with("test(send)", Detail::Message(size, tag)), || (ops.test)(send_req, &mut done, &mut sent))?;
                 send_done = done != 0;
             }
             if !recv_done {
                 let mut done = 0;
-                self.call(format!("test(recv {size} B)"), || (ops.test)(recv_req, &mut done, &mut received))?;
+                self.call(Step::with("test(recv)", Detail::Message(size, tag)), || (ops.test)(recv_req, &mut done, &mut received))?;
                 recv_done = done != 0;
             }
-            self.late(started, &format!("test ({size} B, tag {tag})"))?;
+            self.late(started, Step::with("test", Detail::Message(size, tag)))?;
         }
         if received as usize != size {
             return Err(PluginError::Contract {
-                call: format!("test(recv {size} B)"),
+                call: Step::with("test(recv)", Detail::Message(size, tag)).to_string(),
                 what: format!("reports {received} bytes received, {size} were sent"),
             });
         }
@@ -412,23 +458,23 @@ impl<'a> Bench<'a> {
         let ops = self.ops.clone();
         let started = Instant::now();
         let mut request: *mut c_void = core::ptr::null_mut();
-        self.call("iflush", || (ops.iflush)(recv, into.cast(), n, recv_mr, &mut request))?;
+        self.call(Step::named("iflush"), || (ops.iflush)(recv, into.cast(), n, recv_mr, &mut request))?;
         self.report.flushes += 1;
         // A NULL request: nothing to wait for (net_v8.h: iflush may complete at once).
         let mut done = request.is_null() as c_int;
         while done == 0 {
             let mut flushed = 0;
-            self.call("test(flush)", || (ops.test)(request, &mut done, &mut flushed))?;
-            self.late(started, "test (flush)")?;
+            self.call(Step::named("test(flush)"), || (ops.test)(request, &mut done, &mut flushed))?;
+            self.late(started, Step::named("test(flush)"))?;
         }
         Ok(())
     }
 
     fn close(&mut self, send: *mut c_void, recv: *mut c_void, listen: *mut c_void) -> Result<(), PluginError> {
         let ops = self.ops.clone();
-        let a = self.call("closeSend", || (ops.close_send)(send));
-        let b = self.call("closeRecv", || (ops.close_recv)(recv));
-        let d = self.call("closeListen", || (ops.close_listen)(listen));
+        let a = self.call(Step::named("closeSend"), || (ops.close_send)(send));
+        let b = self.call(Step::named("closeRecv"), || (ops.close_recv)(recv));
+        let d = self.call(Step::named("closeListen"), || (ops.close_listen)(listen));
         a.and(b).and(d)
     }
 }

@@ -1,6 +1,6 @@
 //! C's `printf` formatting for the messages plugins log through NCCL's logger, done in Rust
 //! over the logger callback's live variable arguments, so that no message can crash or write
-//! through the host: a plugin's format and its strings are read with `process_vm_readv` (an
+//! through the host: a plugin's format and its strings are read through the kernel (an
 //! unreadable address is reported, not dereferenced), `%n` is never honoured, an unknown
 //! conversion is shown as written, and a message reads at most [`MAX_CONVERSIONS`] arguments.
 //! What a well-formed message prints is what glibc's `printf` prints (tests below compare).
@@ -74,20 +74,38 @@ pub(crate) fn read_c_string(at: usize) -> Result<Vec<u8>, ()> {
     Ok(out)
 }
 
-/// Copies memory at `at` into `buf` through the kernel, which reports a bad address instead of
-/// faulting.
+/// Copies memory at `at` into `buf` through the kernel, which reports a bad address
+/// (`EFAULT`) instead of faulting: written into a pipe of the host's own and read back.
+/// (`process_vm_readv` on the process itself would be one call, but qemu-user passes it the
+/// guest's addresses untranslated.)
 #[cfg(target_os = "linux")]
 fn read_memory(at: usize, buf: &mut [u8]) -> Result<usize, ()> {
+    use std::sync::Mutex;
+    static PIPE: Mutex<Option<[libc::c_int; 2]>> = Mutex::new(None);
     if at == 0 {
         return Err(());
     }
-    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    let remote = libc::iovec { iov_base: at as *mut c_void, iov_len: buf.len() };
-    // SAFETY: `local` is `buf`, writable for its length; `remote` is only read, by the
-    // kernel, which checks it.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    if n > 0 {
-        Ok(n as usize)
+    let mut pipe = PIPE.lock().map_err(|_| ())?;
+    if pipe.is_none() {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into `fds`.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(());
+        }
+        *pipe = Some(fds);
+    }
+    let [read_end, write_end] = pipe.ok_or(())?;
+    // SAFETY: the kernel reads `buf.len()` bytes at `at` and answers EFAULT for an address it
+    // cannot read; nothing in this process dereferences `at`. The pipe is empty (every write
+    // is read back below, under the lock) and holds far more than one chunk.
+    let written = unsafe { libc::write(write_end, at as *const c_void, buf.len()) };
+    if written <= 0 {
+        return Err(());
+    }
+    // SAFETY: `buf` is writable for its length; the pipe holds `written` bytes.
+    let read = unsafe { libc::read(read_end, buf.as_mut_ptr().cast(), written as usize) };
+    if read == written {
+        Ok(read as usize)
     } else {
         Err(())
     }
