@@ -4,7 +4,10 @@
 
 pub mod common;
 pub(crate) mod declare;
+pub mod env;
+pub mod gin;
 pub mod net;
+pub mod tuner;
 
 pub use common::{DebugLogger, LogLevel, NcclResult, ProfilerCallback, Subsystem};
 pub use declare::CLayout;
@@ -12,5 +15,5 @@ pub use declare::CLayout;
 /// Every layout declared, family by family: what tests/plugin_layouts.rs checks against the C
 /// compiler.
 pub fn layouts() -> Vec<CLayout> {
-    [net::LAYOUTS].concat()
+    [net::LAYOUTS, tuner::LAYOUTS, env::LAYOUTS, gin::LAYOUTS].concat()
 }
