@@ -1,8 +1,8 @@
 //! The environment plugin family (`libnccl-env*.so`, symbol `ncclEnvPlugin_vN`): the plugin
 //! NCCL asks for the value of each of its variables instead of `getenv`. Both versions NCCL
-//! 2.28.7–2.32 load, v1 and v2, transcribed from NCCL v2.30.7-1 src/include/plugin/env/env_v<N>.h.
+//! 2.28.7–2.32 load, v1 and v2, transcribed from NCCL v2.30.7-1 `src/include/plugin/env/env_v<N>.h`.
 //!
-//! Which releases search which symbol (the `dlsym` names in src/plugin/env/env_v<N>.cc per tag;
+//! Which releases search which symbol (the `dlsym` names in `src/plugin/env/env_v<N>.cc` per tag;
 //! 2.32.3's `libnccl.so.2` strings): v1 from 2.28.7, v2 from 2.30.7, both still in 2.32.3; NCCL
 //! tries v2 first (v2.30.7-1 src/plugin/env.cc:55-62). NCCL loads it once per process, calls
 //! `init` then (src/plugin/env.cc:93-101), `getEnv` for every variable it reads

@@ -1,10 +1,10 @@
 //! The GPU-initiated networking family (GIN: `libnccl-gin*.so`, or a network plugin that also
 //! exports it; symbol `ncclGinPlugin_vN`): the plugin behind the device API's one-sided puts
 //! and signals. Both versions NCCL 2.30.7–2.32 load, v13 and v14, transcribed from NCCL
-//! v2.30.7-1 src/include/plugin/gin/gin_v<N>.h and src/include/plugin/nccl_gin.h, with the
+//! v2.30.7-1 `src/include/plugin/gin/gin_v<N>.h` and src/include/plugin/nccl_gin.h, with the
 //! network types they use (src/include/plugin/net/net_v12.h, src/include/nccl_device/net_device.h).
 //!
-//! Which releases search which symbol (the `dlsym` names in src/plugin/gin/gin_v<N>.cc per tag;
+//! Which releases search which symbol (the `dlsym` names in `src/plugin/gin/gin_v<N>.cc` per tag;
 //! 2.32.3's `libnccl.so.2` strings): v13 from 2.30.3, v14 from 2.30.7, both still in 2.32.3
 //! (2.28.7 to 2.30.4 also searched v11 and v12, not declared here); NCCL tries v14 first
 //! (v2.30.7-1 src/plugin/gin.cc:24-26, 79-83). NCCL initialises every plugin it loads for each

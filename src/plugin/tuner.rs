@@ -1,16 +1,17 @@
 //! The tuner plugin family (`libnccl-tuner*.so`, symbol `ncclTunerPlugin_vN`): every version
 //! NCCL 2.21–2.32 loads, v2 to v6, transcribed from NCCL v2.30.7-1
-//! src/include/plugin/tuner/tuner_v<N>.h and src/include/plugin/nccl_tuner.h, with the
+//! `src/include/plugin/tuner/tuner_v<N>.h` and src/include/plugin/nccl_tuner.h, with the
 //! algorithm and protocol indices a tuner reads its cost table by.
 //!
-//! Which releases search which symbol (the `dlsym` names in src/plugin/tuner/tuner_v<N>.cc, or
+//! Which releases search which symbol (the `dlsym` names in `src/plugin/tuner/tuner_v<N>.cc`, or
 //! src/misc/tuner.cc before 2.26, per tag; 2.32.3's `libnccl.so.2` strings): v2 from 2.21,
 //! v3 from 2.22, v4 from 2.24, v5 from 2.28, v6 from 2.30.3, all still in 2.32.3; NCCL tries
 //! the newest first (v2.30.7-1 src/plugin/tuner.cc:73-85). Every version reaches NCCL through
-//! one internal table of the newest shape (tuner_v<N>.cc wrap the older ones), which NCCL calls
+//! one internal table of the newest shape (`tuner_v<N>.cc` wrap the older ones), which NCCL calls
 //! at three places: `init` when a communicator is created (v2.30.7-1 src/init.cc:1640-1643),
-//! `getCollInfo` for every collective it schedules (src/enqueue.cc:2140-2148), `finalize` (or
-//! an older `destroy`) when the communicator is freed (src/init.cc:2774-2776).
+//! `getCollInfo` for every collective (or aggregate of them) it schedules on a communicator of
+//! more than one rank (src/enqueue.cc:2140-2148), `finalize` (or an older `destroy`) when the
+//! communicator is freed (src/init.cc:2774-2776).
 
 use core::ffi::{c_int, c_void};
 
@@ -219,7 +220,8 @@ plugin_table! {
         /// Creates the tuner's state for one communicator of `nRanks` ranks on `nNodes` nodes.
         init: required fn(nRanks: usize, nNodes: usize, logFunction: DebugLogger, context: *mut *mut c_void) -> NcclResult,
         /// Picks `algorithm`, `protocol` (both, or neither) and `nChannels` for a collective
-        /// of `nBytes`; unset outputs keep NCCL's choice, and a failure falls back to it.
+        /// of `nBytes`; unset outputs keep NCCL's choice. A failure fails the collective,
+        /// whatever tuner_v2.h:40-41 says (tuner_v2.cc:47 checks it with NCCLCHECK).
         getCollInfo: required fn(context: *mut c_void, collType: Func, nBytes: usize, collNetSupport: c_int, nvlsSupport: c_int, numPipeOps: c_int, algorithm: *mut c_int, protocol: *mut c_int, nChannels: *mut c_int) -> NcclResult,
         /// Frees the state.
         destroy: required fn(context: *mut c_void) -> NcclResult,
@@ -260,8 +262,8 @@ plugin_table! {
         /// (row-major, indexed `[algorithm][protocol]`), each entry a time in µs or
         /// [`ALGO_PROTO_IGNORE`]; NCCL then takes the cheapest entry that is not negative. A
         /// non-zero `*nChannels` caps the channels (NCCL passes 0). `regBuff`: the user buffers
-        /// are registered. A failure is NCCL's failure (NCCLCHECK, v2.30.7-1
-        /// src/enqueue.cc:2147).
+        /// are registered. A failure fails the collective, whatever tuner_v5.h:73-74 says of a
+        /// fallback (NCCLCHECK at v2.30.7-1 src/enqueue.cc:2147).
         getCollInfo: required fn(context: *mut c_void, collType: Func, nBytes: usize, numPipeOps: c_int, collCostTable: *mut *mut f32, numAlgo: c_int, numProto: c_int, regBuff: c_int, nChannels: *mut c_int) -> NcclResult,
         /// Frees the state.
         finalize: required fn(context: *mut c_void) -> NcclResult,
