@@ -225,7 +225,9 @@ unsafe impl CRet for () {
     }
 }
 
-/// The argument list of a typed binding: a tuple of [`CArg`] types, `()` for none, up to 12.
+/// The argument list of a typed binding: a tuple of [`CArg`] types, `()` for none, up to 13
+/// (NCCL's GIN v13 `iputSignal` has 13; beyond 12 a call takes the walk, not a straight-line
+/// body).
 ///
 /// # Safety
 ///
@@ -283,6 +285,7 @@ tuples! {
     (10; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9),
     (11; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10),
     (12; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10, A11 11),
+    (13; A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10, A11 11, A12 12),
 }
 
 /// Most arguments of a typed call ([`TypedFn`]) whose result is an aggregate.

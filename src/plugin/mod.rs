@@ -5,10 +5,13 @@
 pub mod common;
 pub mod error;
 pub(crate) mod declare;
+pub mod env;
+pub mod gin;
 pub mod host;
 pub mod net;
 pub mod net_bench;
 pub(crate) mod net_ops;
+pub mod tuner;
 
 pub use common::{DebugLogger, LogLevel, NcclResult, ProfilerCallback, Subsystem};
 pub use declare::CLayout;
@@ -17,5 +20,5 @@ pub use error::PluginError;
 /// Every layout declared, family by family: what tests/plugin_layouts.rs checks against the C
 /// compiler.
 pub fn layouts() -> Vec<CLayout> {
-    [net::LAYOUTS].concat()
+    [net::LAYOUTS, tuner::LAYOUTS, env::LAYOUTS, gin::LAYOUTS].concat()
 }
