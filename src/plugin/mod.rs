@@ -5,6 +5,7 @@
 pub mod common;
 pub mod error;
 pub(crate) mod declare;
+pub mod describe;
 pub mod env;
 pub mod gin;
 pub mod host;

@@ -109,7 +109,7 @@ pub(crate) fn string(at: usize) -> Option<String> {
 
 /// The properties common to every version, from a props struct `$p` with NCCL's field names.
 macro_rules! properties {
-    ($dev:expr, $p:expr, reg_is_global: $rg:expr, force_flush: $ff:expr, device: $dt:expr, p2p: $p2p:expr) => {{
+    ($p:expr, reg_is_global: $rg:expr, force_flush: $ff:expr, device: $dt:expr, p2p: $p2p:expr) => {{
         let p = &$p;
         match string(p.name as usize) {
             None => Err((
@@ -134,6 +134,11 @@ macro_rules! properties {
             }),
         }
     }};
+}
+
+/// A v12 properties struct (GIN's too), converted.
+pub(crate) fn properties_v12(p: &NetPropertiesV12) -> Result<DeviceProperties, (NcclResult, String)> {
+    properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))
 }
 
 /// `getProperties` of table type `$props`, converted with `$convert`.
@@ -218,7 +223,7 @@ impl NetOps {
                 NetOps {
                     init: Box::new(move |log| call!(i.init(log))),
                     devices,
-                    properties: get_properties!(c, NetPropertiesV6, |p| properties!(0, p, reg_is_global: None, force_flush: None, device: None::<(i32, i32)>, p2p: None)),
+                    properties: get_properties!(c, NetPropertiesV6, |p| properties!(p, reg_is_global: None, force_flush: None, device: None::<(i32, i32)>, p2p: None)),
                     listen: Box::new(move |dev, h, lc| call!(l.listen(dev, h, lc))),
                     connect: Box::new(move |dev, h, sc| call!(k.connect(dev, h, sc))),
                     accept: Box::new(move |lc, rc| call!(a.accept(lc, rc))),
@@ -239,7 +244,7 @@ impl NetOps {
                         NetOps {
                             init: Box::new(move |log| call!(i.init(log))),
                             devices,
-                            properties: get_properties!(c, $props, |p| properties!(0, p, reg_is_global: $rg(&p), force_flush: None, device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: None)),
+                            properties: get_properties!(c, $props, |p| properties!(p, reg_is_global: $rg(&p), force_flush: None, device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: None)),
                             listen: Box::new(move |dev, h, lc| call!(l.listen(dev, h, lc))),
                             connect: Box::new(move |dev, h, sc| { let mut d = core::ptr::null_mut(); call!(k.connect(dev, h, sc, &mut d)) }),
                             accept: Box::new(move |lc, rc| { let mut d = core::ptr::null_mut(); call!(a.accept(lc, rc, &mut d)) }),
@@ -265,7 +270,7 @@ impl NetOps {
                 NetOps {
                     init: Box::new(move |log| call!(i.init(log))),
                     devices,
-                    properties: get_properties!(c, NetPropertiesV9, |p| properties!(0, p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
+                    properties: get_properties!(c, NetPropertiesV9, |p| properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
                     listen: Box::new(move |dev, h, lc| call!(l.listen(dev, h, lc))),
                     connect: Box::new(move |dev, h, sc| { let mut d = core::ptr::null_mut(); call!(k.connect(dev, h, sc, &mut d)) }),
                     accept: Box::new(move |lc, rc| { let mut d = core::ptr::null_mut(); call!(a.accept(lc, rc, &mut d)) }),
@@ -284,7 +289,7 @@ impl NetOps {
                 NetOps {
                     init: Box::new(move |log| call!(i.init(log, ProfilerCallback(None)))),
                     devices,
-                    properties: get_properties!(c, NetPropertiesV10, |p| properties!(0, p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
+                    properties: get_properties!(c, NetPropertiesV10, |p| properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
                     listen: Box::new(move |dev, h, lc| call!(l.listen(dev, h, lc))),
                     connect: Box::new(move |dev, h, sc| {
                         let (mut d, mut config) = (core::ptr::null_mut(), NetCommConfigV10 { trafficClass: TRAFFIC_CLASS_UNDEF });
@@ -315,7 +320,7 @@ impl NetOps {
                                 code
                             }),
                             devices,
-                            properties: get_properties!(c, $props, |p| properties!(0, p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
+                            properties: get_properties!(c, $props, |p| properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
                             listen: Box::new(move |dev, h, lc| call!(l.listen(cl.load(Ordering::Acquire), dev, h, lc))),
                             connect: Box::new(move |dev, h, sc| { let mut d = core::ptr::null_mut(); call!(k.connect(ck.load(Ordering::Acquire), dev, h, sc, &mut d)) }),
                             accept: Box::new(move |lc, rc| { let mut d = core::ptr::null_mut(); call!(a.accept(lc, rc, &mut d)) }),

@@ -65,14 +65,20 @@ macro_rules! tables {
     )*};
 }
 
+use crate::plugin::env::{EnvV1, EnvV2};
+use crate::plugin::gin::{GinV13, GinV14};
 use crate::plugin::net::{NetV10, NetV11, NetV12, NetV6, NetV7, NetV8, NetV9};
-tables!(NetV6, NetV7, NetV8, NetV9, NetV10, NetV11, NetV12);
+use crate::plugin::tuner::{TunerV2, TunerV3, TunerV4, TunerV5, TunerV6};
+tables!(NetV6, NetV7, NetV8, NetV9, NetV10, NetV11, NetV12, GinV13, GinV14, TunerV2, TunerV3, TunerV4, TunerV5, TunerV6, EnvV1, EnvV2);
 
 /// The versions of `family`'s table the host knows, newest first (the order NCCL searches).
 pub fn versions(family: Family) -> &'static [TableVersion] {
     match family {
         Family::Net => versions![NetV12 => 12, NetV11 => 11, NetV10 => 10, NetV9 => 9, NetV8 => 8, NetV7 => 7, NetV6 => 6],
-        Family::Gin | Family::Tuner | Family::Profiler | Family::Env => &[],
+        Family::Gin => versions![GinV14 => 14, GinV13 => 13],
+        Family::Tuner => versions![TunerV6 => 6, TunerV5 => 5, TunerV4 => 4, TunerV3 => 3, TunerV2 => 2],
+        Family::Env => versions![EnvV2 => 2, EnvV1 => 1],
+        Family::Profiler => &[],
     }
 }
 
