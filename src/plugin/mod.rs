@@ -5,6 +5,7 @@
 pub mod common;
 pub(crate) mod declare;
 pub mod net;
+pub mod profiler;
 
 pub use common::{DebugLogger, LogLevel, NcclResult, ProfilerCallback, Subsystem};
 pub use declare::CLayout;
@@ -12,5 +13,5 @@ pub use declare::CLayout;
 /// Every layout declared, family by family: what tests/plugin_layouts.rs checks against the C
 /// compiler.
 pub fn layouts() -> Vec<CLayout> {
-    [net::LAYOUTS].concat()
+    [net::LAYOUTS, profiler::LAYOUTS].concat()
 }
