@@ -1,10 +1,10 @@
 //! The profiler plugin family (`libnccl-profiler*.so`, symbol `ncclProfiler_vN`): every version
 //! NCCL 2.23–2.30 loads, v1 to v6, transcribed from NCCL v2.30.7-1
-//! src/include/plugin/nccl_profiler.h and src/include/plugin/profiler/profiler_v<N>.h.
+//! `src/include/plugin/nccl_profiler.h` and `src/include/plugin/profiler/profiler_v<N>.h`.
 //!
 //! NCCL tries `ncclProfiler_v6`, then v5 down to v1 (v2.30.7-1 src/plugin/profiler.cc:73-88),
 //! and calls all five entries of the table it found without checking them for NULL
-//! (profiler.cc:250, 266, and src/plugin/profiler/profiler_v<N>.cc, which copy `stopEvent` and
+//! (profiler.cc:250, 266, and `src/plugin/profiler/profiler_v<N>.cc`, which copy `stopEvent` and
 //! `finalize` and wrap `startEvent` and `recordEventState`): every entry is `required`.
 //!
 //! An event descriptor's anonymous C union is a Rust union (`DescrUnionVn`) in a field `u`, and
