@@ -17,7 +17,7 @@ use std::process::Command;
 use nccl_trampoline::plugin::{layouts, CLayout};
 
 /// The transcriptions, in include order.
-const TRANSCRIPTIONS: &[&str] = &["common.h", "net.h", "tuner.h", "env.h", "gin.h"];
+const TRANSCRIPTIONS: &[&str] = &["common.h", "net.h", "tuner.h", "env.h", "gin.h", "profiler.h"];
 
 /// A C file of `_Static_assert`s that `layouts` hold, after `includes`.
 fn assertions(includes: &[String], layouts: &[CLayout]) -> String {

@@ -17,6 +17,7 @@ use crate::plugin::host::names::Family;
 use crate::plugin::net::NetPropertiesV12;
 use crate::plugin::net_bench::{self, BenchOptions};
 use crate::plugin::net_ops::{string, DeviceProperties};
+use crate::plugin::profiler::{self, *};
 use crate::plugin::tuner::*;
 
 /// What a plugin said when initialised.
@@ -188,7 +189,48 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
                 gin!(GinV14, GinV14Calls)
             }
         }
-        Family::Profiler => Err("PROFILER-PENDING".to_string()),
+        Family::Profiler => {
+            d.init_with = "a one-rank communicator".into();
+            let (mut ctx, mut mask): (*mut c_void, c_int) = (core::ptr::null_mut(), 0);
+            macro_rules! old {
+                ($t:ty, $c:ty) => {{
+                    let c = bind!(plugin, $t, $c);
+                    let outcome = checked("init", call!(c.init(&mut ctx, &mut mask)));
+                    (c, outcome)
+                }};
+            }
+            macro_rules! v4 {
+                ($t:ty, $c:ty) => {{
+                    let c = bind!(plugin, $t, $c);
+                    let outcome = checked("init", call!(c.init(&mut ctx, &mut mask, core::ptr::null(), COMM_ID, 1, 1, 0, log)));
+                    (c, outcome)
+                }};
+            }
+            macro_rules! new {
+                ($t:ty, $c:ty) => {{
+                    let c = bind!(plugin, $t, $c);
+                    let outcome = checked("init", call!(c.init(&mut ctx, COMM_ID, &mut mask, core::ptr::null(), 1, 1, 0, log)));
+                    (c, outcome)
+                }};
+            }
+            macro_rules! finish {
+                ($pair:expr) => {{
+                    let (c, outcome) = $pair;
+                    outcome.map(|()| d.details.push(format!("asks for events: {}", profiler::event_names(mask)))).and_then(|()| {
+                        // NCCL finalizes only a plugin that set a context (profiler.cc).
+                        if ctx.is_null() { Ok(()) } else { checked("finalize", call!(c.finalize(ctx))) }
+                    })
+                }};
+            }
+            match v {
+                1 => finish!(old!(ProfilerV1, ProfilerV1Calls)),
+                2 => finish!(old!(ProfilerV2, ProfilerV2Calls)),
+                3 => finish!(old!(ProfilerV3, ProfilerV3Calls)),
+                4 => finish!(v4!(ProfilerV4, ProfilerV4Calls)),
+                5 => finish!(new!(ProfilerV5, ProfilerV5Calls)),
+                _ => finish!(new!(ProfilerV6, ProfilerV6Calls)),
+            }
+        }
         Family::Net => unreachable!("handled above"),
     };
     d.init = Some(outcome);

@@ -12,6 +12,7 @@ pub mod host;
 pub mod net;
 pub mod net_bench;
 pub(crate) mod net_ops;
+pub mod profiler;
 pub mod tuner;
 
 pub use common::{DebugLogger, LogLevel, NcclResult, ProfilerCallback, Subsystem};
@@ -21,5 +22,5 @@ pub use error::PluginError;
 /// Every layout declared, family by family: what tests/plugin_layouts.rs checks against the C
 /// compiler.
 pub fn layouts() -> Vec<CLayout> {
-    [net::LAYOUTS, tuner::LAYOUTS, env::LAYOUTS, gin::LAYOUTS].concat()
+    [net::LAYOUTS, tuner::LAYOUTS, env::LAYOUTS, gin::LAYOUTS, profiler::LAYOUTS].concat()
 }

@@ -5,9 +5,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use nccl_trampoline::plugin::host::load::{find, Plugin, Tried};
+use nccl_trampoline::plugin::host::load::{find, Tried};
 use nccl_trampoline::plugin::host::names::Family;
-use nccl_trampoline::plugin::net_bench::{self, BenchOptions, BenchReport};
+use nccl_trampoline::plugin::describe::describe;
+use nccl_trampoline::plugin::net_bench::{self, BenchOptions, DeviceProperties};
 use nccl_trampoline::plugin::PluginError;
 
 use crate::args::NetBenchArgs;
@@ -68,41 +69,30 @@ pub fn probe(name: &str) -> Result<bool, CliError> {
     print_tried(&plugin.tried);
     println!("file: {}{}", plugin.path.display(), if plugin.from_net_plugin { " (the network plugin's library)" } else { "" });
     println!("table: {} (version {})", plugin.version.symbol, plugin.version.version);
-    let ok = match family {
-        Family::Net => describe_net(&plugin),
-        _ => {
-            println!("result: found (this build describes network plugins in full; the others by file and table)");
-            true
-        }
-    };
-    Ok(ok)
-}
-
-fn describe_net(plugin: &Plugin) -> bool {
-    let options = BenchOptions { deadline: Duration::from_secs(10), ..BenchOptions::default() };
-    match net_bench::describe(plugin, &options) {
-        Ok(report) => {
-            print_net(&report);
-            println!("result: init ncclSuccess, {} device(s)", report.devices.len());
-            true
-        }
-        Err(e) => {
-            println!("result: {e}");
-            false
-        }
-    }
-}
-
-/// A network plugin's name, log and devices, as doctor and the bench print them.
-pub fn print_net(report: &BenchReport) {
-    println!("name: {}", report.name);
-    for line in &report.log {
+    let d = describe(&plugin).map_err(|e| CliError::Plugin { source: e })?;
+    println!("name: {}", d.name);
+    for line in &d.log {
         println!("log: {line}");
     }
-    for (i, d) in report.devices.iter().enumerate() {
+    print_devices(&d.devices);
+    for detail in &d.details {
+        println!("{detail}");
+    }
+    match &d.init {
+        Some(Ok(())) if d.devices.is_empty() => println!("result: init ({}) ncclSuccess", d.init_with),
+        Some(Ok(())) => println!("result: init ({}) ncclSuccess, {} device(s)", d.init_with, d.devices.len()),
+        Some(Err(e)) => println!("result: init ({}): {e}", d.init_with),
+        None => println!("result: not initialised"),
+    }
+    Ok(matches!(d.init, Some(Ok(()))))
+}
+
+/// A network or GIN plugin's devices, as doctor and the bench print them.
+pub fn print_devices(devices: &[DeviceProperties]) {
+    for (i, d) in devices.iter().enumerate() {
         let optional = |label: &str, v: Option<String>| v.map_or_else(String::new, |v| format!(", {label} {v}"));
         println!(
-            "device {i}: {} pci {} guid {:#x} speed {} Mbps port {} latency {} us pointers {} max comms {} max recvs {}{}{}{}",
+            "device {i}: {} pci {} guid {:#x} speed {} Mbps port {} latency {} us pointers {} max comms {} max recvs {}{}{}{}{}",
             d.name,
             if d.pci_path.is_empty() { "-" } else { &d.pci_path },
             d.guid,
@@ -115,6 +105,7 @@ pub fn print_net(report: &BenchReport) {
             optional("device type", d.device_type.map(|t| format!("{t} (version {})", d.device_version.unwrap_or(0)))),
             optional("global registration", d.reg_is_global.map(|g| g.to_string())),
             optional("force flush", d.force_flush.map(|g| g.to_string())),
+            optional("max p2p bytes", d.max_p2p_bytes.map(|g| g.to_string())),
         );
     }
 }
@@ -138,7 +129,7 @@ fn explain(family: Family, e: &PluginError) -> String {
         PluginError::NotFound { .. } if family == Family::Net => {
             "none found: NCCL uses its built-in IB and socket transports".to_string()
         }
-        PluginError::NotFound { .. } => format!("none found: NCCL runs without a {} plugin", family.label()),
+        PluginError::NotFound { .. } => format!("none found: NCCL runs without {} {} plugin", if family == Family::Env { "an" } else { "a" }, family.label()),
         e => e.to_string(),
     }
 }
@@ -160,7 +151,11 @@ pub fn net_bench(args: &NetBenchArgs) -> Result<bool, CliError> {
         echo_log: false,
     };
     let report = net_bench::run(&plugin, &options).map_err(|e| CliError::Plugin { source: e })?;
-    print_net(&report);
+    println!("name: {}", report.name);
+    for line in &report.log {
+        println!("log: {line}");
+    }
+    print_devices(&report.devices);
     println!("connected after {} connect and {} accept calls; {} iflush calls", report.connect_calls, report.accept_calls, report.flushes);
     println!("{:>12} {:>6} {:>6} {:>12} {:>10}", "size (B)", "tag", "iters", "latency (us)", "GB/s");
     for s in &report.sizes {

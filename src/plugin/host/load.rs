@@ -68,8 +68,9 @@ macro_rules! tables {
 use crate::plugin::env::{EnvV1, EnvV2};
 use crate::plugin::gin::{GinV13, GinV14};
 use crate::plugin::net::{NetV10, NetV11, NetV12, NetV6, NetV7, NetV8, NetV9};
+use crate::plugin::profiler::{ProfilerV1, ProfilerV2, ProfilerV3, ProfilerV4, ProfilerV5, ProfilerV6};
 use crate::plugin::tuner::{TunerV2, TunerV3, TunerV4, TunerV5, TunerV6};
-tables!(NetV6, NetV7, NetV8, NetV9, NetV10, NetV11, NetV12, GinV13, GinV14, TunerV2, TunerV3, TunerV4, TunerV5, TunerV6, EnvV1, EnvV2);
+tables!(NetV6, NetV7, NetV8, NetV9, NetV10, NetV11, NetV12, GinV13, GinV14, TunerV2, TunerV3, TunerV4, TunerV5, TunerV6, EnvV1, EnvV2, ProfilerV1, ProfilerV2, ProfilerV3, ProfilerV4, ProfilerV5, ProfilerV6);
 
 /// The versions of `family`'s table the host knows, newest first (the order NCCL searches).
 pub fn versions(family: Family) -> &'static [TableVersion] {
@@ -78,7 +79,9 @@ pub fn versions(family: Family) -> &'static [TableVersion] {
         Family::Gin => versions![GinV14 => 14, GinV13 => 13],
         Family::Tuner => versions![TunerV6 => 6, TunerV5 => 5, TunerV4 => 4, TunerV3 => 3, TunerV2 => 2],
         Family::Env => versions![EnvV2 => 2, EnvV1 => 1],
-        Family::Profiler => &[],
+        Family::Profiler => {
+            versions![ProfilerV6 => 6, ProfilerV5 => 5, ProfilerV4 => 4, ProfilerV3 => 3, ProfilerV2 => 2, ProfilerV1 => 1]
+        }
     }
 }
 
