@@ -15,12 +15,20 @@
  *   NCCL_TRAMPOLINE_CUDART     the CUDA runtime (default: libcudart.so, .so.13, .so.12, .so.11.0)
  * No CUDA or NCCL header is needed:
  *   gcc -std=gnu11 -O2 -Wall -o plugin_driver tests/gpu/plugin_driver.c -ldl
- * Exit status 0 when every call succeeded and the data is right. */
+ * Exit status 0 when every call succeeded and the data is right.
+ *
+ * Two ranks (NCCL_TRAMPOLINE_DRIVER_RANKS=2, NCCL_TRAMPOLINE_DRIVER_RANK=0|1,
+ * NCCL_TRAMPOLINE_DRIVER_ID=<file>): two processes, rank 0 writes the unique id to the file and
+ * rank 1 reads it; N all-reduces and M broadcasts, checked; no self send/recv. On a machine of
+ * one GPU both ranks use GPU 0, each under an NCCL_HOSTID of its own, so that NCCL sees two
+ * hosts (it refuses two ranks on one GPU of one host) and connects them through its network
+ * transport: the collectives are then planned, and a tuner consulted, as across two nodes. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* NCCL's ABI, the parts used (nccl.h): results, ids, comms and the enums are ints/pointers. */
 typedef int ncclResult_t;
@@ -216,12 +224,66 @@ int main(int argc, char **argv) {
 
   ncclUniqueId id;
   ncclComm_t comm;
-  NCCLCHECK(nccl.GetUniqueId(&id));
-  NCCLCHECK(nccl.CommInitRank(&comm, 1, id, 0));
-  printf("plugin_driver: comm hash 0x%llx (nranks 1, rank 0, device 0)\n", (unsigned long long)commHash(&id));
+  const char *ranksText = getenv("NCCL_TRAMPOLINE_DRIVER_RANKS");
+  int nranks = ranksText ? atoi(ranksText) : 1, rank = 0;
+  if (nranks == 2) {
+    const char *rankText = getenv("NCCL_TRAMPOLINE_DRIVER_RANK"), *idFile = getenv("NCCL_TRAMPOLINE_DRIVER_ID");
+    rank = rankText ? atoi(rankText) : -1;
+    if ((rank != 0 && rank != 1) || idFile == NULL) {
+      fprintf(stderr, "plugin_driver: two ranks need NCCL_TRAMPOLINE_DRIVER_RANK=0|1 and NCCL_TRAMPOLINE_DRIVER_ID\n");
+      return 2;
+    }
+    if (rank == 0) {
+      NCCLCHECK(nccl.GetUniqueId(&id));
+      char tmp[4096];
+      snprintf(tmp, sizeof tmp, "%s.tmp", idFile);
+      FILE *f = fopen(tmp, "wb");
+      if (f == NULL || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, idFile) != 0) {
+        fprintf(stderr, "plugin_driver: cannot write %s\n", idFile);
+        return 1;
+      }
+    } else {
+      int found = 0;
+      for (int tries = 0; tries < 600 && !found; tries++) {
+        FILE *f = fopen(idFile, "rb");
+        if (f != NULL) {
+          found = fread(&id, sizeof id, 1, f) == 1;
+          fclose(f);
+        }
+        if (!found) usleep(100000);
+      }
+      if (!found) {
+        fprintf(stderr, "plugin_driver: no unique id in %s after 60 s\n", idFile);
+        return 1;
+      }
+    }
+  } else if (nranks == 1) {
+    NCCLCHECK(nccl.GetUniqueId(&id));
+  } else {
+    fprintf(stderr, "plugin_driver: NCCL_TRAMPOLINE_DRIVER_RANKS must be 1 or 2\n");
+    return 2;
+  }
+  NCCLCHECK(nccl.CommInitRank(&comm, nranks, id, rank));
+  printf("plugin_driver: comm hash 0x%llx (nranks %d, rank %d, device 0)\n", (unsigned long long)commHash(&id), nranks,
+         rank);
 
   for (long i = 0; i < nAllReduce; i++) NCCLCHECK(nccl.AllReduce(src, dst, n, ncclFloat32, ncclSum, comm, stream));
   CUDACHECK(cuda.StreamSynchronize(stream));
+  if (nranks == 2) {
+    /* Each rank contributes the pattern: the sum is twice it. */
+    float *twice = malloc(bytes);
+    if (twice == NULL) return 1;
+    for (size_t i = 0; i < n; i++) twice[i] = 2 * pattern[i];
+    if (nAllReduce > 0 && expect("allreduce", dst, twice, n, back)) return 1;
+    free(twice);
+    for (long i = 0; i < nBroadcast; i++) NCCLCHECK(nccl.Broadcast(src, dst, n, ncclFloat32, 0, comm, stream));
+    CUDACHECK(cuda.StreamSynchronize(stream));
+    if (nBroadcast > 0 && expect("broadcast", dst, pattern, n, back)) return 1;
+    NCCLCHECK(nccl.CommDestroy(comm));
+    printf("plugin_driver: rank %d issued allreduce=%ld broadcast=%ld count=%ld float32, data ok, comm destroyed\n", rank,
+           nAllReduce, nBroadcast, count);
+    return 0;
+  }
   if (nAllReduce > 0 && expect("allreduce", dst, pattern, n, back)) return 1;
   for (long i = 0; i < nBroadcast; i++) NCCLCHECK(nccl.Broadcast(src, dst, n, ncclFloat32, 0, comm, stream));
   NCCLCHECK(nccl.GroupStart());
