@@ -20,6 +20,7 @@
 set -uo pipefail
 out=${OUT:-gpu-logs}/plugins
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 bin=.device-bin/plugins
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
@@ -75,7 +76,7 @@ for entry in "${libs[@]}"; do
             NCCL_TRAMPOLINE_PROFILER_OUT=$out/$name.counts NCCL_TRAMPOLINE_TUNER_OUT=$out/$name.tuner \
             NCCL_TRAMPOLINE_TUNER_CHOICE=$choice NCCL_HOSTID=plugin-host-$r NCCL_DEBUG=INFO \
             NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING NCCL_TRAMPOLINE_DRIVER_RANKS=2 NCCL_TRAMPOLINE_DRIVER_RANK=$r \
-            NCCL_TRAMPOLINE_DRIVER_ID=$id timeout 180 "$out/plugin_driver" 8 4 1048576 > "$out/$name-rank$r.log" 2>&1 &
+            NCCL_TRAMPOLINE_DRIVER_ID=$id timeout 180 "$out/plugin_driver" 8 4 262144 > "$out/$name-rank$r.log" 2>&1 &
             pids+=($!)
         done
         ok=1; for p in "${pids[@]}"; do wait "$p" || ok=0; done
@@ -90,7 +91,7 @@ for entry in "${libs[@]}"; do
         [ "$n_ok" = 2 ] && pass "$name profiler: CollApi=12 Coll=12 on both ranks" || fail "$name profiler counts: $(cat "$out/$name.counts")"
     done
     # doctor: the crate's own host, with NCCL's environment variables naming the plugins.
-    NCCL_TRAMPOLINE_LIBRARY=$lib NCCL_NET_PLUGIN=$PWD/$out/libnccl-net-tcp.so NCCL_TUNER_PLUGIN=$tuner \
+    NCCL_TRAMPOLINE_LIBRARY=$lib NCCL_NET_PLUGIN=$out/libnccl-net-tcp.so NCCL_TUNER_PLUGIN=$tuner \
     NCCL_PROFILER_PLUGIN=$profiler timeout 300 $bin/nccl-trampoline doctor > "$out/$kind-doctor.log" 2>&1
     grep -c "result: init (" "$out/$kind-doctor.log" | grep -qx 3 && pass "$kind doctor: net, tuner and profiler initialised" ||
         fail "$kind doctor (see $kind-doctor.log)"
