@@ -86,6 +86,13 @@ for entry in "${libs[@]}"; do
         echo "    profiler: $(tr '\n' ' ' < "$out/$name.counts")"
         echo "    NCCL's choices (rank 0): $(grep -oE '(AllReduce|Broadcast):.*(Algo|algorithm) [A-Za-z_]+.*(proto|protocol) [A-Za-z0-9_]+' "$out/$name-rank0.log" | sort | uniq -c | head -4 | tr '\n' ';')"
         grep -c "rust tuner: " "$out/$name-rank0.log" | sed 's/^/    rust tuner lines in rank 0 log: /'
+        # The tuner's choice is NCCL's for every all-reduce (broadcast has only ring).
+        want=$(echo "$choice" | tr 'a-z,' 'A-Z ' | awk '{print "Algo " $1 " proto " $2}')
+        total=$(grep -c "AllReduce: .* -> Algo" "$out/$name-rank0.log")
+        chosen=$(grep -c "AllReduce: .* -> $want" "$out/$name-rank0.log")
+        [ "$total" -gt 0 ] && [ "$chosen" = "$total" ] && pass "$name tuner: NCCL ran all $total all-reduces with $want" ||
+            fail "$name tuner: $chosen of $total all-reduces with $want"
+        grep -q "^calls=12 choice=$choice" "$out/$name.tuner" || fail "$name tuner: $(cat "$out/$name.tuner")"
         # 8 all-reduces and 4 broadcasts per rank: one CollApi and one Coll event each.
         n_ok=$(grep -c "CollApi=12 .*Coll=12 " "$out/$name.counts")
         [ "$n_ok" = 2 ] && pass "$name profiler: CollApi=12 Coll=12 on both ranks" || fail "$name profiler counts: $(cat "$out/$name.counts")"
