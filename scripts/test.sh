@@ -2,6 +2,10 @@
 # The whole test suite, locally and in CI (.ci/run calls this), on a fresh Debian/Ubuntu
 # machine with only rustup and gcc. It installs what it lacks, then runs:
 #   1. native x86-64: unit tests, ABI conformance against gcc, hardening checks, doc tests,
+#      NCCL's plugins (tests/plugin_layouts.rs: every table's layout against the transcribed
+#      headers; tests/plugins.rs: the network test bench through the project's TCP plugin and
+#      its misbehaving variants, NCCL_NET_PLUGIN's rules on real files; doctor and net-bench in
+#      tests/cli.rs, with the Rust tuner and profiler plugins of examples/),
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
 #      the embedding examples, the README's snippets in new projects, clippy;
 #      then the ABI conformance suite and the callback tests again with clang as the oracle;
@@ -18,8 +22,8 @@
 #      then real launchers (scripts/launchers.sh): Open MPI's and MPICH's mpirun with -np 2
 #      and 4, and srun on a one-host Slurm, each running examples/world with the real NCCL
 #      (one id on every rank, NCCL's own CUDA error) and perf on the stand-ins;
-#   4. the facade, host-API and fault-model tests under AddressSanitizer (nightly, the C stand-ins
-#      instrumented too, with a negative control that must fail), the pure modules under
+#   4. the facade, host-API, fault-model and plugin tests under AddressSanitizer (nightly, the C
+#      stand-ins and test plugins instrumented too, with a negative control that must fail), the pure modules under
 #      Miri, and every cargo-fuzz target for FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
 #   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
 #   6. the benchmark compiles (it is run by hand: see docs/perf.md);
@@ -27,7 +31,8 @@
 #      and what `cargo package` ships.
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
 # signatures (default seed 0x5eed2026, 10000 signatures), NCCL_TRAMPOLINE_CALLBACK_COUNT the random
-# callback signatures (10000 here; 2000 in a plain `cargo test` and the quick tier),
+# callback signatures (10000 here, 3000 for the second oracle under qemu; 2000 in a plain
+# `cargo test` and the quick tier),
 # NCCL_TRAMPOLINE_VARIADIC_COUNT the random variadic lists (500); FUZZ_SECONDS the time of each cargo-fuzz
 # target (default 10); SKIP_INSTALL=1 skips step 0; QUICK=1 runs only the quick tier (native
 # tests and clippy, a few minutes) and stops.
@@ -140,9 +145,11 @@ if [ "${QUICK:-0}" = 1 ]; then
     exit 0
 fi
 
-# The full run: 10,000 random callback signatures per architecture and compiler, each called by
-# C callers built at -O0 and at -O2.
+# The full run: 10,000 random callback signatures per architecture with gcc, each called by C
+# callers built at -O0 and at -O2; natively clang too. Under qemu, clang (the second oracle)
+# gets 3,000 (QEMU_CLANG_CALLBACKS): the suite must stay within 40 minutes on two cores.
 export NCCL_TRAMPOLINE_CALLBACK_COUNT=${NCCL_TRAMPOLINE_CALLBACK_COUNT:-10000}
+QEMU_CLANG_CALLBACKS=${QEMU_CLANG_CALLBACKS:-3000}
 step "real NCCL builds (scripts/fetch-nccl.sh)"
 mapfile -t nccl_libs < <(scripts/fetch-nccl.sh)
 [ ${#nccl_libs[@]} -eq 3 ] || { echo "scripts/fetch-nccl.sh did not produce three libraries" >&2; exit 1; }
@@ -197,7 +204,8 @@ cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
 step "aarch64 under qemu-aarch64 -cpu max: ABI conformance and callbacks with clang --target=aarch64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test conformance "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_CALLBACK_COUNT=$QEMU_CLANG_CALLBACKS NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" \
+    cargo test --target "$AARCH64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, aarch64: $((SECONDS - clang_start)) s"
 step "aarch64 under qemu-aarch64 -cpu max: facade against the real aarch64 libnccl.so.2"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[1]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
@@ -226,15 +234,16 @@ echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 step "riscv64 under qemu-riscv64: ABI conformance and callbacks with clang --target=riscv64-linux-gnu as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test conformance "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_CALLBACK_COUNT=$QEMU_CLANG_CALLBACKS NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" \
+    cargo test --target "$RISCV64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
-    step "AddressSanitizer ($NIGHTLY): the facade, host-API and fault-model tests, the C stand-ins instrumented"
+    step "AddressSanitizer ($NIGHTLY): the facade, host-API, fault-model and plugin tests, the C stand-ins and test plugins instrumented"
     asan=(env NCCL_TRAMPOLINE_TEST_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
         RUSTFLAGS="-Zsanitizer=address -Clink-arg=-Wl,--export-dynamic" CARGO_TARGET_DIR=target/asan
         ASAN_OPTIONS=detect_stack_use_after_return=1:detect_leaks=0)
-    "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test facade --test host_api --test faults
+    "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test facade --test host_api --test faults --test plugins
     step "AddressSanitizer: the negative control must be caught"
     if "${asan[@]}" cargo +"$NIGHTLY" test --quiet --target "$HOST" --test faults -- --ignored --exact \
         asan_negative_control_a_late_store_into_freed_memory >target/asan-control.log 2>&1; then

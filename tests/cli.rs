@@ -859,3 +859,31 @@ fn a_probe_dies_with_the_doctor_that_started_it() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// doctor with the project's Rust tuner and profiler plugins (examples/, built as shared
+/// libraries beside this test): found by NCCL's variables, initialised as for a one-rank
+/// communicator, their log lines and the profiler's activation mask shown.
+#[test]
+fn doctor_initialises_the_rust_tuner_and_profiler_plugins() {
+    let examples = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("examples");
+    let (tuner, profiler) = (examples.join("libtuner_plugin.so"), examples.join("libprofiler_plugin.so"));
+    assert!(tuner.exists() && profiler.exists(), "cargo test builds the examples: {}", examples.display());
+    let o = run(
+        &["doctor"],
+        &[("NCCL_TUNER_PLUGIN", tuner.to_str().unwrap()), ("NCCL_PROFILER_PLUGIN", profiler.to_str().unwrap())],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    for expected in [
+        "table: ncclTunerPlugin_v5 (version 5)",
+        "name: nccl-trampoline-rust-tuner",
+        "rust tuner: init nRanks=1 nNodes=1",
+        "result: init (1 rank, 1 node) ncclSuccess",
+        "table: ncclProfiler_v5 (version 5)",
+        "rust profiler: init comm 0x6e63636c7472706c",
+        "asks for events: Group|Coll|P2p|ProxyOp|ProxyStep|ProxyCtrl|KernelCh|NetPlugin|GroupApi|CollApi|P2pApi|KernelLaunch (0xfff)",
+        "result: init (a one-rank communicator) ncclSuccess",
+    ] {
+        assert!(out.contains(expected), "{expected}\n{out}");
+    }
+}

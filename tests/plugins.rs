@@ -104,7 +104,9 @@ fn each_misbehaving_plugin_is_a_typed_error_within_its_deadline() {
     if !supported() {
         return;
     }
-    let deadline = Duration::from_millis(1500);
+    // Long enough that the steps before the one that misbehaves (init, listen, connect; slower
+    // under qemu) fit in its 10 %.
+    let deadline = Duration::from_secs(3);
     let options = BenchOptions { deadline, max_size: 1 << 16, iterations: 1, ..BenchOptions::default() };
     for variant in &VARIANTS[1..] {
         let path = plugin_path(variant);
