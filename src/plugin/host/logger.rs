@@ -1,5 +1,5 @@
 //! The logger a host hands a plugin's `init`: a C function of NCCL's `ncclDebugLogger_t` type
-//! (a variadic [`Callback`]) whose handler formats each message in Rust ([`printf`]) and keeps
+//! (a variadic [`Callback`]) whose handler formats each message in Rust (`printf.rs`) and keeps
 //! it, with the level, subsystem flags, file and line, for whoever reads the plugin's log
 //! (`doctor`, the network test bench), and optionally echoes it to standard error.
 

@@ -206,8 +206,10 @@ mod tests {
     /// single-name families.
     #[test]
     fn each_rule_of_nccls_loader() {
+        /// A family, its variable, the names tried per entry, disabled, entries ignored.
+        type Case<'a> = (Family, Option<&'a str>, Vec<Vec<Attempt>>, bool, usize);
         let long = "x".repeat(300);
-        let cases: &[(Family, Option<&str>, Vec<Vec<Attempt>>, bool, usize)] = &[
+        let cases: &[Case] = &[
             // Unset: the default file only.
             (Family::Net, None, vec![files(&["libnccl-net.so"])], false, 0),
             (Family::Tuner, None, vec![files(&["libnccl-tuner.so"])], false, 0),

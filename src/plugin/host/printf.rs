@@ -346,7 +346,7 @@ fn float(v: f64, conv: u8, spec: &Spec) -> String {
             b'a' => format!("{:e}", v.abs()), // hexadecimal floats are not needed by NCCL's logs
             _ => general(v.abs(), p, spec.alt),
         };
-        let body = if spec.alt && p == 0 && !body.contains('.') && conv.to_ascii_lowercase() == b'f' {
+        let body = if spec.alt && p == 0 && !body.contains('.') && conv.eq_ignore_ascii_case(&b'f') {
             body + "."
         } else {
             body
@@ -469,7 +469,7 @@ mod tests {
             ("%x %X %#x %o %#o %08x", vec![Arg::I(255), Arg::I(255), Arg::I(255), Arg::I(8), Arg::I(8), Arg::I(0xbeef)], "ff FF 0xff 10 010 0000beef"),
             ("%u %hhd %hd", vec![Arg::I(-1), Arg::I(300), Arg::I(70000)], "4294967295 44 4464"),
             ("%.3f %f %.0f %e %.2E", vec![Arg::D(12.625), Arg::D(0.1), Arg::D(2.5), Arg::D(1500.0), Arg::D(-0.000123)], "12.625 0.100000 2 1.500000e+03 -1.23E-04"),
-            ("%g %g %g %g %.3g", vec![Arg::D(100000.0), Arg::D(1000000.0), Arg::D(0.0001), Arg::D(0.5), Arg::D(3.14159)], "100000 1e+06 0.0001 0.5 3.14"),
+            ("%g %g %g %g %.3g", vec![Arg::D(100000.0), Arg::D(1000000.0), Arg::D(0.0001), Arg::D(0.5), Arg::D(1.23456)], "100000 1e+06 0.0001 0.5 1.23"),
             ("%c%c %% %.2s %10s|%-4s|", vec![Arg::I(b'o' as i64), Arg::I(b'k' as i64), Arg::P(s.as_ptr() as usize), Arg::P(s.as_ptr() as usize), Arg::P(s.as_ptr() as usize)], "ok % et       eth0|eth0|"),
             ("%s %p %p", vec![Arg::P(0), Arg::P(0), Arg::P(0x1000)], "(null) (nil) 0x1000"),
             ("%*d|%-*d|%.*d", vec![Arg::I(4), Arg::I(1), Arg::I(3), Arg::I(2), Arg::I(3), Arg::I(5)], "   1|2  |005"),
