@@ -146,6 +146,7 @@ impl Plugin {
 /// What the loader did with one name.
 enum Opened {
     Library(loader::Loaded),
+    #[cfg_attr(not(unix), allow(dead_code))]
     Program(libloading::Library),
     NotFound,
     Failed(String),
