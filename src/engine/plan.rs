@@ -567,6 +567,32 @@ mod tests {
         assert!(matches!(too_many, Err(Error::TooManyArguments { .. })));
     }
 
+    /// Thirteen arguments, the most a binding takes (GIN v13's `iputSignal`): past the
+    /// straight-line bodies, through the walk; every argument where it belongs.
+    #[test]
+    fn a_thirteen_argument_binding_passes_every_argument() {
+        #[allow(clippy::too_many_arguments)]
+        extern "C" fn weigh(
+            a: i64, b: i32, c: u64, d: i8, e: u16, f: i64, g: u32, h: i64, i: f64, j: i64, k: u8, l: i32, m: *const u8,
+        ) -> i64 {
+            let m = if m.is_null() { 0 } else { 13 };
+            a + 2 * i64::from(b) + 3 * c as i64 + 4 * i64::from(d) + 5 * i64::from(e) + 6 * f + 7 * i64::from(g)
+                + 8 * h + (9.0 * i) as i64 + 10 * j + 11 * i64::from(k) + 12 * i64::from(l) + m
+        }
+        if Abi::native().is_none() {
+            return;
+        }
+        type A = (i64, i32, u64, i8, u16, i64, u32, i64, f64, i64, u8, i32, *const u8);
+        let sig = crate::symbols::signature::<A, i64>().unwrap();
+        let plan = CallPlan::new(&sig).unwrap();
+        // SAFETY: `weigh` has this signature.
+        let bound = unsafe { plan.bind::<A, i64>(weigh as *const c_void) }.unwrap();
+        let one = 1u8;
+        // SAFETY: plain values and a pointer to a live byte.
+        let got = unsafe { bound.call((1, 1, 1, -1, 1, 1, 1, 1, 1.0, 1, 1, 1, &one)) };
+        assert_eq!(got, 1 + 2 + 3 - 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 12 + 13);
+    }
+
     #[test]
     fn bind_checks_the_types_once() {
         let Some(plan) = plan() else { return };
