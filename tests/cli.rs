@@ -197,7 +197,7 @@ fn doctor_names_a_missing_library_and_a_net_plugin() {
         "log: INFO net_tcp.c:".to_string(),
         "NET/TestTcp : 1 device(s), loopback 127.0.0.1, 40-byte handles".to_string(),
         "device 0: lo-tcp pci /sys/devices/virtual/net/lo guid 0x1234abcd speed 10000 Mbps port 1 latency 0.5 us pointers host max comms 1024 max recvs 1".to_string(),
-        "result: init ncclSuccess, 1 device(s)".to_string(),
+        "result: init (NCCL's logger) ncclSuccess, 1 device(s)".to_string(),
     ] {
         assert!(out.contains(&expected), "{expected}\n{out}");
     }

@@ -37,16 +37,24 @@ impl DebugLogger {
     }
 }
 
-// SAFETY: a nullable C function pointer, passed as a pointer; its word is its address.
-unsafe impl CArg for DebugLogger {
-    fn c_type() -> Type {
-        Type::Pointer
-    }
-    #[inline(always)]
-    fn word(&self) -> u64 {
-        self.0.map_or(0, |f| f as usize as u64)
-    }
+/// `CArg` for a `#[repr(transparent)]` nullable C function pointer: passed as a pointer, its
+/// word its address (0 for `None`).
+macro_rules! function_pointer_arg {
+    ($($t:ty),*) => {$(
+        // SAFETY: a nullable C function pointer is a C pointer; its word is its address.
+        unsafe impl CArg for $t {
+            fn c_type() -> Type {
+                Type::Pointer
+            }
+            #[inline(always)]
+            fn word(&self) -> u64 {
+                self.0.map_or(0, |f| f as usize as u64)
+            }
+        }
+    )*};
 }
+
+function_pointer_arg!(DebugLogger, ProfilerCallback);
 
 /// `ncclProfilerCallback_t`: `ncclResult_t (*)(void **eHandle, int type, void *pHandle,
 /// int64_t pluginId, void *extData)` (nccl_common.h:69-70), which NCCL hands network plugins
@@ -58,16 +66,6 @@ pub struct ProfilerCallback(
     pub Option<unsafe extern "C" fn(e_handle: *mut *mut c_void, kind: c_int, p_handle: *mut c_void, plugin_id: i64, ext_data: *mut c_void) -> NcclResult>,
 );
 
-// SAFETY: as for DebugLogger.
-unsafe impl CArg for ProfilerCallback {
-    fn c_type() -> Type {
-        Type::Pointer
-    }
-    #[inline(always)]
-    fn word(&self) -> u64 {
-        self.0.map_or(0, |f| f as usize as u64)
-    }
-}
 
 /// `ncclDebugLogLevel` (nccl_common.h:27-34): an open newtype.
 #[repr(transparent)]

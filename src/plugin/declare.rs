@@ -192,4 +192,33 @@ macro_rules! plugin_table {
     (@is_required optional) => { false };
 }
 
-pub(crate) use {plugin_struct, plugin_table};
+/// Calls an entry of a `…Calls` binding with `args`; a NULL entry answers `else`'s value, by
+/// default `ncclInternalError` (a host refuses tables whose required entries are NULL when it
+/// loads them, so this is for optional ones).
+macro_rules! call_entry {
+    ($calls:ident . $entry:ident ( $($arg:expr),* $(,)? ) else $null:expr) => {
+        match &$calls.$entry {
+            // SAFETY: the entry's prototype (its binding); the arguments are what its contract
+            // asks: the hosts pass live out-pointers and buffers, and the comms, contexts and
+            // requests the plugin handed out.
+            Some(f) => unsafe { f.call(($($arg,)*)) },
+            None => $null,
+        }
+    };
+    ($calls:ident . $entry:ident ( $($arg:expr),* $(,)? )) => {
+        $crate::plugin::declare::call_entry!($calls.$entry($($arg),*) else $crate::nccl::NcclResult::INTERNAL_ERROR)
+    };
+}
+
+/// The `…Calls` binding of a loaded plugin's table of type `$table` (`?` on failure).
+macro_rules! bind_table {
+    ($plugin:expr, $table:ty, $calls:ty) => {{
+        // SAFETY: the caller matched the plugin's version to its table type.
+        let table: &$table = unsafe { $plugin.table::<$table>() };
+        // SAFETY: a checked table's entries have their declared prototypes (the plugin's
+        // contract with NCCL); the library is never unloaded.
+        unsafe { <$calls>::bind(table) }.map_err($crate::plugin::PluginError::Core)?
+    }};
+}
+
+pub(crate) use {bind_table, call_entry, plugin_struct, plugin_table};

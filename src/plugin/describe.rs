@@ -4,10 +4,11 @@
 //! returning. A plugin's calls run on the caller's thread: a host that must survive a plugin
 //! that hangs runs this in a process of its own (`doctor` does).
 
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_int, c_void};
 use std::time::Duration;
 
 use crate::nccl::NcclResult;
+use crate::plugin::declare::{bind_table, call_entry as call};
 use crate::plugin::env::{EnvV1, EnvV1Calls, EnvV2, EnvV2Calls};
 use crate::plugin::error::PluginError;
 use crate::plugin::gin::{GinV13, GinV13Calls, GinV14, GinV14Calls};
@@ -51,37 +52,9 @@ fn checked(what: &str, code: NcclResult) -> Result<(), String> {
     }
 }
 
-/// Calls a bound entry; NULL answers `ncclInternalError` (required entries were checked when
-/// the table was loaded).
-macro_rules! call {
-    ($calls:ident . $entry:ident ( $($arg:expr),* )) => {
-        match &$calls.$entry {
-            // SAFETY: the entry's prototype (its binding), with arguments of its contract:
-            // out-pointers to live locals, contexts the plugin made.
-            Some(f) => unsafe { f.call(($($arg,)*)) },
-            None => NcclResult::INTERNAL_ERROR,
-        }
-    };
-}
-
-/// Binds a checked table of the plugin's version `$table`.
-macro_rules! bind {
-    ($plugin:expr, $table:ty, $calls:ty) => {{
-        // SAFETY: the caller matched the version to its table type.
-        let table: &$table = unsafe { $plugin.table::<$table>() };
-        // SAFETY: a checked table's entries have their declared prototypes.
-        unsafe { <$calls>::bind(table) }.map_err(PluginError::Core)?
-    }};
-}
-
 /// Initialises `plugin` as NCCL would for a one-rank communicator, reports, and cleans up.
 pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
-    let name = {
-        // SAFETY: every family's table starts with its `const char *name`.
-        let name: &*const c_char = unsafe { plugin.table::<*const c_char>() };
-        string(*name as usize).unwrap_or_else(|| "(unreadable name)".into())
-    };
-    let mut d = Description { name, ..Description::default() };
+    let mut d = Description { name: plugin.name(), ..Description::default() };
     if plugin.family == Family::Net {
         let options = BenchOptions { deadline: Duration::from_secs(10), ..BenchOptions::default() };
         d.init_with = "NCCL's logger".into();
@@ -106,7 +79,7 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
                 2..=4 => {
                     macro_rules! old {
                         ($t:ty, $c:ty) => {{
-                            let c = bind!(plugin, $t, $c);
+                            let c = bind_table!(plugin, $t, $c);
                             checked("init", call!(c.init(1usize, 1usize, log, &mut ctx)))
                                 .and_then(|()| checked("destroy", call!(c.destroy(ctx))))
                         }};
@@ -123,7 +96,7 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
                         unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
                     macro_rules! new {
                         ($t:ty, $c:ty) => {{
-                            let c = bind!(plugin, $t, $c);
+                            let c = bind_table!(plugin, $t, $c);
                             checked("init", call!(c.init(&mut ctx, COMM_ID, 1usize, 1usize, log, &mut nvl, &mut constants)))
                                 .and_then(|()| checked("finalize", call!(c.finalize(ctx))))
                         }};
@@ -141,14 +114,10 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
             d.init_with = format!("NCCL {major}.{minor}.{patch}");
             macro_rules! env {
                 ($t:ty, $c:ty, $($log:expr)?) => {{
-                    let c = bind!(plugin, $t, $c);
+                    let c = bind_table!(plugin, $t, $c);
                     let outcome = checked("init", call!(c.init(major, minor, patch, c"".as_ptr() $(, $log)?)));
                     if outcome.is_ok() {
-                        let value = match &c.getEnv {
-                            // SAFETY: getEnv's prototype, a NUL-terminated name.
-                            Some(f) => unsafe { f.call((c"NCCL_DEBUG".as_ptr(),)) },
-                            None => core::ptr::null(),
-                        };
+                        let value = call!(c.getEnv(c"NCCL_DEBUG".as_ptr()) else core::ptr::null());
                         d.details.push(format!(
                             "getEnv(NCCL_DEBUG): {}",
                             string(value as usize).map_or("NULL".into(), |s| format!("{s:?}"))
@@ -167,7 +136,7 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
             d.init_with = "NCCL's logger".into();
             macro_rules! gin {
                 ($t:ty, $c:ty) => {{
-                    let c = bind!(plugin, $t, $c);
+                    let c = bind_table!(plugin, $t, $c);
                     let mut ctx: *mut c_void = core::ptr::null_mut();
                     let outcome = checked("init", call!(c.init(&mut ctx, COMM_ID, log))).and_then(|()| {
                         let mut n: c_int = 0;
@@ -194,21 +163,21 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
             let (mut ctx, mut mask): (*mut c_void, c_int) = (core::ptr::null_mut(), 0);
             macro_rules! old {
                 ($t:ty, $c:ty) => {{
-                    let c = bind!(plugin, $t, $c);
+                    let c = bind_table!(plugin, $t, $c);
                     let outcome = checked("init", call!(c.init(&mut ctx, &mut mask)));
                     (c, outcome)
                 }};
             }
             macro_rules! v4 {
                 ($t:ty, $c:ty) => {{
-                    let c = bind!(plugin, $t, $c);
+                    let c = bind_table!(plugin, $t, $c);
                     let outcome = checked("init", call!(c.init(&mut ctx, &mut mask, core::ptr::null(), COMM_ID, 1, 1, 0, log)));
                     (c, outcome)
                 }};
             }
             macro_rules! new {
                 ($t:ty, $c:ty) => {{
-                    let c = bind!(plugin, $t, $c);
+                    let c = bind_table!(plugin, $t, $c);
                     let outcome = checked("init", call!(c.init(&mut ctx, COMM_ID, &mut mask, core::ptr::null(), 1, 1, 0, log)));
                     (c, outcome)
                 }};

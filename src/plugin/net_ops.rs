@@ -13,6 +13,7 @@ use crate::plugin::common::{DebugLogger, ProfilerCallback};
 use crate::plugin::error::PluginError;
 use crate::plugin::host::load::Plugin;
 use crate::plugin::host::printf::read_c_string;
+use crate::plugin::declare::{bind_table, call_entry as call};
 use crate::plugin::net::*;
 
 type Ptr = *mut c_void;
@@ -87,19 +88,6 @@ pub(crate) struct NetOps {
     pub close_listen: Box<dyn Fn(Ptr) -> NcclResult + Send + Sync>,
     /// v11 and v12: ends the context `init` made.
     pub finalize: Option<Box<dyn Fn() -> NcclResult + Send + Sync>>,
-}
-
-/// Calls a bound entry; a NULL entry (refused when the table was loaded, for required ones)
-/// answers `ncclInternalError`.
-macro_rules! call {
-    ($calls:ident . $entry:ident ( $($arg:expr),* )) => {
-        match &$calls.$entry {
-            // SAFETY: the entry's prototype (its binding), with arguments of its contract: the
-            // bench passes live out-pointers and buffers, and comms the plugin handed out.
-            Some(f) => unsafe { f.call(($($arg,)*)) },
-            None => NcclResult::INTERNAL_ERROR,
-        }
-    };
 }
 
 /// A C string of the plugin's, read without trusting the address.
@@ -191,30 +179,17 @@ macro_rules! irecv_one {
     }};
 }
 
-/// Binds `table` (a checked table of `plugin.version`).
-///
-/// # Safety
-///
-/// `T` is `$table`, the type of the plugin's symbol.
+/// The bindings of a checked table of the plugin's version, shared by the entries' closures.
 macro_rules! bind {
-    ($plugin:expr, $table:ty, $calls:ty) => {{
-        // SAFETY: the caller matched the version to its table type.
-        let table: &$table = unsafe { $plugin.table::<$table>() };
-        // SAFETY: a checked table's entries have their declared prototypes (the plugin's
-        // contract with NCCL); the library is never unloaded.
-        Arc::new(unsafe { <$calls>::bind(table) }.map_err(PluginError::Core)?)
-    }};
+    ($plugin:expr, $table:ty, $calls:ty) => {
+        Arc::new(bind_table!($plugin, $table, $calls))
+    };
 }
 
 impl NetOps {
     /// The plugin's table in the newest shape, and its name.
     pub(crate) fn new(plugin: &Plugin) -> Result<(NetOps, String), PluginError> {
-        let name_at = {
-            // SAFETY: every version's table starts with its `const char *name`.
-            let name: &*const core::ffi::c_char = unsafe { plugin.table::<*const core::ffi::c_char>() };
-            *name as usize
-        };
-        let name = string(name_at).unwrap_or_else(|| "(unreadable name)".into());
+        let name = plugin.name();
         let ops = match plugin.version.version {
             6 => {
                 let c = bind!(plugin, NetV6, NetV6Calls);

@@ -131,6 +131,15 @@ unsafe impl Send for Plugin {}
 unsafe impl Sync for Plugin {}
 
 impl Plugin {
+    /// The table's `name` (every family's table starts with its `const char *name`), read
+    /// without trusting the pointer.
+    pub fn name(&self) -> String {
+        // SAFETY: the table is a data object at least as large as its version's table (find),
+        // which starts with a pointer.
+        let at = unsafe { *self.table.cast::<usize>() };
+        crate::plugin::net_ops::string(at).unwrap_or_else(|| "(unreadable name)".into())
+    }
+
     /// The table, as the version's type `T`.
     ///
     /// # Safety
