@@ -21,7 +21,8 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Report every NCCL/RCCL candidate, the one that loads and the ones it shadows, missing
-    /// symbols, NCCL environment variables, the net plugin NCCL would load, GPUs and driver.
+    /// symbols, NCCL environment variables, the plugin of each family NCCL would load (found,
+    /// loaded and initialised in a child process), GPUs and driver.
     Doctor(DoctorArgs),
     /// Prove the call core against the built-in C oracle, then the real library if one is
     /// found, then a verified all-reduce across all local GPUs if there are any.
@@ -48,7 +49,7 @@ pub enum Command {
 /// `doctor`'s options.
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
-    /// Seconds each probe (one process per candidate library, and the net plugin's) may take
+    /// Seconds each probe (one process per candidate library, and one per plugin family) may take
     /// before it is stopped and reported as not answering.
     #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = probe_limit)]
     pub probe_timeout: Duration,
