@@ -165,9 +165,7 @@ fn doctor_reports_the_candidate_that_loads_and_what_it_lacks() {
 #[test]
 fn doctor_names_a_missing_library_and_a_net_plugin() {
     let dir = common::work_dir("cli-net-plugin");
-    let include = format!("-I{}", common::repo_file("tests/c/plugin_abi").display());
-    let plugin =
-        common::build_shared_with(&dir, "nccl-net-tcp", &[common::repo_file("tests/c/plugins/net_tcp.c")], &[&include]);
+    let plugin = common::build_net_plugin(&dir, "nccl-net-tcp", "");
     // A table with NULL entries NCCL calls unchecked: refused, named.
     let src = dir.join("plugin.c");
     std::fs::write(&src, "void *ncclNetPlugin_v8[32];\n").unwrap();
@@ -226,10 +224,8 @@ fn doctor_names_a_missing_library_and_a_net_plugin() {
 #[test]
 fn net_bench_checks_every_byte_and_reports_a_misbehaving_plugin_in_one_line() {
     let dir = common::work_dir("cli-net-bench");
-    let include = format!("-I{}", common::repo_file("tests/c/plugin_abi").display());
-    let source = [common::repo_file("tests/c/plugins/net_tcp.c")];
-    let good = common::build_shared_with(&dir, "nccl-net-tcp", &source, &[&include]);
-    let hang = common::build_shared_with(&dir, "nccl-net-hang", &source, &[&include, "-DMISBEHAVE=hang_connect"]);
+    let good = common::build_net_plugin(&dir, "nccl-net-tcp", "");
+    let hang = common::build_net_plugin(&dir, "nccl-net-hang", "hang_connect");
     let o = run(&["net-bench", "--plugin", good.to_str().unwrap(), "--max-bytes", "1048576", "--flush"], &[]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");

@@ -17,7 +17,8 @@ use crate::plugin::host::logger::{LogLine, Logger};
 use crate::plugin::host::names::Family;
 use crate::plugin::net::NetPropertiesV12;
 use crate::plugin::net_bench::{self, BenchOptions};
-use crate::plugin::net_ops::{string, DeviceProperties};
+use crate::plugin::host::printf::read_string as string;
+use crate::plugin::net_ops::DeviceProperties;
 use crate::plugin::profiler::{self, *};
 use crate::plugin::tuner::*;
 

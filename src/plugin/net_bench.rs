@@ -122,11 +122,16 @@ impl Step {
 
 impl core::fmt::Display for Step {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // `test(recv)` with a message reads `test(recv, 2 B, tag 2)`.
+        let (name, open) = match self.name.strip_suffix(')') {
+            Some(inside) => (inside, ", "),
+            None => (self.name, "("),
+        };
         match self.detail {
             Detail::None => write!(f, "{}", self.name),
-            Detail::Device(d) => write!(f, "{}({d})", self.name),
-            Detail::Bytes(n) => write!(f, "{}({n} B)", self.name),
-            Detail::Message(n, tag) => write!(f, "{}({n} B, tag {tag})", self.name),
+            Detail::Device(d) => write!(f, "{name}{open}{d})"),
+            Detail::Bytes(n) => write!(f, "{name}{open}{n} B)"),
+            Detail::Message(n, tag) => write!(f, "{name}{open}{n} B, tag {tag})"),
         }
     }
 }
@@ -477,9 +482,4 @@ impl<'a> Bench<'a> {
         let d = self.call(Step::named("closeListen"), || (ops.close_listen)(listen));
         a.and(b).and(d)
     }
-}
-
-/// The plugin's table name as a string, for reports.
-pub fn table_name(name: *const core::ffi::c_char) -> String {
-    crate::plugin::net_ops::string(name as usize).unwrap_or_else(|| "(unreadable)".into())
 }

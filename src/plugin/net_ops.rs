@@ -12,7 +12,7 @@ use crate::nccl::NcclResult;
 use crate::plugin::common::{DebugLogger, ProfilerCallback};
 use crate::plugin::error::PluginError;
 use crate::plugin::host::load::Plugin;
-use crate::plugin::host::printf::read_c_string;
+use crate::plugin::host::printf::read_string as string;
 use crate::plugin::declare::{bind_table, call_entry as call};
 use crate::plugin::net::*;
 
@@ -88,11 +88,6 @@ pub(crate) struct NetOps {
     pub close_listen: Box<dyn Fn(Ptr) -> NcclResult + Send + Sync>,
     /// v11 and v12: ends the context `init` made.
     pub finalize: Option<Box<dyn Fn() -> NcclResult + Send + Sync>>,
-}
-
-/// A C string of the plugin's, read without trusting the address.
-pub(crate) fn string(at: usize) -> Option<String> {
-    (at != 0).then(|| read_c_string(at).ok().map(|b| String::from_utf8_lossy(&b).into_owned())).flatten()
 }
 
 /// The properties common to every version, from a props struct `$p` with NCCL's field names.

@@ -147,6 +147,18 @@ pub fn build_shared_with(dir: &Path, name: &str, sources: &[PathBuf], flags: &[&
     lib
 }
 
+/// The project's TCP loopback network plugin (tests/c/plugins/net_tcp.c) built into `dir` as
+/// `lib<name>.so`: the working one for `variant` `""`, else `-DMISBEHAVE=<variant>`.
+pub fn build_net_plugin(dir: &Path, name: &str, variant: &str) -> PathBuf {
+    let include = format!("-I{}", repo_file("tests/c/plugin_abi").display());
+    let misbehave = format!("-DMISBEHAVE={variant}");
+    let mut flags = vec![include.as_str()];
+    if !variant.is_empty() {
+        flags.push(&misbehave);
+    }
+    build_shared_with(dir, name, &[repo_file("tests/c/plugins/net_tcp.c")], &flags)
+}
+
 /// Extra flags for every C file the tests build, from `NCCL_TRAMPOLINE_TEST_CFLAGS` (the
 /// AddressSanitizer run instruments the stand-ins with `-fsanitize=address`).
 fn extra_cflags() -> Vec<String> {

@@ -137,7 +137,7 @@ impl Plugin {
         // SAFETY: the table is a data object at least as large as its version's table (find),
         // which starts with a pointer.
         let at = unsafe { *self.table.cast::<usize>() };
-        crate::plugin::net_ops::string(at).unwrap_or_else(|| "(unreadable name)".into())
+        crate::plugin::host::printf::read_string(at).unwrap_or_else(|| "(unreadable name)".into())
     }
 
     /// The table, as the version's type `T`.

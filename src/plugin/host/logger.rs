@@ -11,7 +11,7 @@ use crate::engine::callback::Callback;
 use crate::engine::types::{Signature, Type};
 use crate::plugin::common::{DebugLogger, LogLevel};
 use crate::plugin::error::PluginError;
-use crate::plugin::host::printf::{self, read_c_string};
+use crate::plugin::host::printf::{self, read_string};
 
 /// One line a plugin logged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Logger {
             let fmt = args.get::<*const c_char>(4).map_or(0, |p| p as usize);
             let file = match file {
                 0 => String::new(),
-                at => read_c_string(at).map_or_else(|()| format!("(unreadable {at:#x})"), |b| String::from_utf8_lossy(&b).into_owned()),
+                at => read_string(at).unwrap_or_else(|| format!("(unreadable {at:#x})")),
             };
             let formatted = match args.va_list() {
                 Ok(mut va) => printf::format(fmt, &mut va),

@@ -3,7 +3,9 @@
 //! through the host: a plugin's format and its strings are read through the kernel (an
 //! unreadable address is reported, not dereferenced), `%n` is never honoured, an unknown
 //! conversion is shown as written, and a message reads at most [`MAX_CONVERSIONS`] arguments.
-//! What a well-formed message prints is what glibc's `printf` prints (tests below compare).
+//! What a well-formed message prints is what glibc's `printf` prints: the tests compare every
+//! integer and floating conversion with glibc's `snprintf`, and `%s`, `%c`, `%p`, `%%` and `*`
+//! widths with what it prints (`%a` is not C's: NCCL's logs do not use it).
 
 use core::ffi::c_void;
 
@@ -72,6 +74,12 @@ pub(crate) fn read_c_string(at: usize) -> Result<Vec<u8>, ()> {
         }
     }
     Ok(out)
+}
+
+/// A C string of the plugin's as text (invalid UTF-8 replaced), read as [`read_c_string`]
+/// reads it; `None` for NULL or an unreadable address.
+pub(crate) fn read_string(at: usize) -> Option<String> {
+    read_c_string(at).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// Copies memory at `at` into `buf` through the kernel, which reports a bad address
@@ -478,6 +486,61 @@ mod tests {
             let got = f(fmt, args);
             assert_eq!(got.text, want, "{fmt}");
             assert!(got.faults.is_empty(), "{fmt}: {:?}", got.faults);
+        }
+    }
+
+    /// Against glibc's own `snprintf`, one conversion at a time, over flags, widths,
+    /// precisions, lengths and awkward values.
+    #[test]
+    fn what_glibc_prints_for_each_conversion() {
+        fn text(buf: &[u8; 512]) -> String {
+            let end = buf.iter().position(|&b| b == 0).unwrap();
+            String::from_utf8_lossy(&buf[..end]).into_owned()
+        }
+        let mut buf = [0u8; 512];
+        let ints = [0i32, 1, -1, 42, -42, 255, 300, 70000, i32::MAX, i32::MIN];
+        let int_formats = [
+            "%d", "%i", "%5d", "%-5d|", "%05d", "%+d", "% d", "%.3d", "%.0d", "%8.3d", "%x", "%X", "%#x", "%o", "%#o",
+            "%08x", "%u", "%hhd", "%hd", "%hhu", "%hx", "%-+6d|",
+        ];
+        for fmt in int_formats {
+            for v in ints {
+                let c_fmt = std::ffi::CString::new(fmt).unwrap();
+                // SAFETY: one int for one int conversion; the buffer holds 512 bytes.
+                unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c_fmt.as_ptr(), v) };
+                let ours = f(fmt, vec![Arg::I(i64::from(v))]);
+                assert_eq!(ours.text, text(&buf), "{fmt} {v}");
+            }
+        }
+        let longs = [0i64, -1, 1 << 40, i64::MIN, i64::MAX];
+        for fmt in ["%ld", "%lld", "%lu", "%zu", "%lx", "%#lo", "%20ld|", "%-20lu|", "%.25ld"] {
+            for v in longs {
+                let c_fmt = std::ffi::CString::new(fmt).unwrap();
+                // SAFETY: one long for one long conversion.
+                unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c_fmt.as_ptr(), v) };
+                assert_eq!(f(fmt, vec![Arg::I(v)]).text, text(&buf), "{fmt} {v}");
+            }
+        }
+        let doubles = [0.0f64, -0.0, 1.0, -1.5, 12.625, 0.1, 1e-5, 0.0001, 123456789.0, 1e21, 2.5, 3.5, 1e300, 9.9999999];
+        let double_formats = [
+            "%f", "%.3f", "%.0f", "%#.0f", "%10.2f|", "%-10.3f|", "%+f", "% f", "%010.3f", "%e", "%.2E", "%.0e",
+            "%-12.3e|", "%g", "%.3g", "%#g", "%G", "%.10g", "%+g", "%.0g",
+        ];
+        for fmt in double_formats {
+            for v in doubles {
+                let c_fmt = std::ffi::CString::new(fmt).unwrap();
+                // SAFETY: one double for one double conversion.
+                unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c_fmt.as_ptr(), v) };
+                assert_eq!(f(fmt, vec![Arg::D(v)]).text, text(&buf), "{fmt} {v}");
+            }
+        }
+        for v in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            for fmt in ["%f", "%e", "%g", "%F", "%8f|"] {
+                let c_fmt = std::ffi::CString::new(fmt).unwrap();
+                // SAFETY: as above.
+                unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c_fmt.as_ptr(), v) };
+                assert_eq!(f(fmt, vec![Arg::D(v)]).text, text(&buf), "{fmt} {v}");
+            }
         }
     }
 
