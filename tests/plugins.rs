@@ -26,6 +26,8 @@ const VARIANTS: &[&str] = &[
     "hang_connect",
     "no_devices",
     "bad_props",
+    "corrupt",
+    "short_size",
 ];
 
 /// The folder holding `libnccl-net-<variant>.so` for every variant (`libnccl-net-tcp.so` for
@@ -34,19 +36,12 @@ fn plugins() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = common::work_dir("plugins");
-        let source = common::repo_file("tests/c/plugins/net_tcp.c");
-        let include = format!("-I{}", common::repo_file("tests/c/plugin_abi").display());
         std::thread::scope(|s| {
             for variant in VARIANTS {
-                let (dir, source, include) = (&dir, &source, &include);
+                let dir = &dir;
                 s.spawn(move || {
                     let name = if variant.is_empty() { "nccl-net-tcp".to_string() } else { format!("nccl-net-{variant}") };
-                    let define = format!("-DMISBEHAVE={variant}");
-                    let mut flags = vec![include.as_str()];
-                    if !variant.is_empty() {
-                        flags.push(&define);
-                    }
-                    common::build_shared_with(dir, &name, std::slice::from_ref(source), &flags);
+                    common::build_net_plugin(dir, &name, variant);
                 });
             }
         });
@@ -128,11 +123,53 @@ fn each_misbehaving_plugin_is_a_typed_error_within_its_deadline() {
             }
             ("no_devices", PluginError::Contract { call, what }) => call == "devices" && what.contains("0 devices"),
             ("bad_props", PluginError::Contract { call, what }) => call == "getProperties(0)" && what.contains("NULL name"),
+            ("corrupt", PluginError::Corrupt { size: 2, offset: 1, got, expected, .. }) => *got == expected ^ 0x5a,
+            ("short_size", PluginError::Contract { call, what }) => {
+                call == "test(recv, 2 B, tag 2)" && what == "reports 1 bytes received, 2 were sent"
+            }
             _ => false,
         };
         assert!(expected, "{variant}: unexpected error {e:?}");
         assert!(took <= deadline.mul_f64(1.1), "{variant}: {took:?} for a deadline of {deadline:?}");
         println!("{variant}: {text} ({} ms)", took.as_millis());
+    }
+}
+
+/// A library that loads but whose table cannot be used: the symbol is a function, the
+/// object is smaller than its version's table, or only a version the crate does not know is
+/// exported. Each is refused before any of it is read as a table.
+#[test]
+fn a_symbol_that_is_no_usable_table_is_refused_by_name() {
+    if !supported() {
+        return;
+    }
+    let dir = common::work_dir("plugins-bad-tables");
+    let build = |name: &str, source: &str| {
+        let file = dir.join(format!("{name}.c"));
+        std::fs::write(&file, source).unwrap();
+        common::build_shared(&dir, name, &[file]).display().to_string()
+    };
+    let function = build("function", "int ncclNetPlugin_v8(void) { return 0; }\n");
+    let small = build("small", "void *ncclNetPlugin_v8[3] = { 0 };\n");
+    let unknown = build("unknown", "void *ncclNetPlugin_v5[32] = { 0 };\nvoid *ncclNetPlugin_v99[32] = { 0 };\n");
+    match find(Family::Net, Some(&function)) {
+        Err(PluginError::NotATable { symbol: "ncclNetPlugin_v8", kind: "a function", .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    match find(Family::Net, Some(&small)) {
+        Err(PluginError::Contract { call, what }) => {
+            assert_eq!(call, "ncclNetPlugin_v8");
+            assert!(what.starts_with("24 bytes, a table of this version has "), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+    match find(Family::Net, Some(&unknown)) {
+        Err(PluginError::NoKnownVersion { known, unknown, .. }) => {
+            assert_eq!(known.first(), Some(&"ncclNetPlugin_v12"));
+            assert_eq!(known.last(), Some(&"ncclNetPlugin_v6"));
+            assert_eq!(unknown, ["ncclNetPlugin_v5", "ncclNetPlugin_v99"]);
+        }
+        other => panic!("{other:?}"),
     }
 }
 

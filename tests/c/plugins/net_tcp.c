@@ -44,6 +44,8 @@
 #define TT_V_hang_connect 6     /* connect sleeps for ever */
 #define TT_V_no_devices 7       /* devices reports 0 */
 #define TT_V_bad_props 8        /* getProperties succeeds with name NULL */
+#define TT_V_corrupt 9          /* a completed receive of 2 bytes or more has its middle byte flipped */
+#define TT_V_short_size 10      /* test reports one byte fewer received than arrived (2 bytes or more) */
 #define TT_CAT2(a, b) a##b
 #define TT_CAT(a, b) TT_CAT2(a, b)
 #ifdef MISBEHAVE
@@ -634,6 +636,12 @@ static ncclResult_t tt_test(void *request, int *done, int *sizes) {
     if (rc != ncclSuccess) return rc;
   }
   if (!r->transferred) return ncclSuccess;
+#if MIS(corrupt)
+  if (r->kind == TT_REQ_RECV && r->actual >= 2) r->data[r->actual / 2] ^= 0x5a;
+#endif
+#if MIS(short_size)
+  if (r->kind == TT_REQ_RECV && r->actual >= 2) r->actual -= 1;
+#endif
   if (sizes && r->kind != TT_REQ_FLUSH) sizes[0] = r->actual;
   *done = 1;
   r->used = 0;
