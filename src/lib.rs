@@ -49,6 +49,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+mod ctype;
 pub mod abi;
 pub mod cuda;
 pub mod engine;
@@ -72,11 +73,11 @@ pub use engine::callback::{
     CVaList, CValue, Callback, CallbackArgTypes, CallbackArgs, CallbackFn, CallbackResult, CallbackReturn,
     CallbackValue, TypedCallback, VaList,
 };
-pub use engine::error::{Error, Position, TypeDescription};
-pub use engine::limits;
+pub use ctype::error::{Error, Position, TypeDescription};
+pub use ctype::limits;
 pub use engine::plan::{arg, CallPlan};
 pub use engine::typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
-pub use engine::types::{Aggregate, AggregateBuilder, Field, Signature, Type};
-pub use engine::wide::{Complex, LongDouble};
+pub use ctype::types::{Aggregate, AggregateBuilder, Field, Signature, Type};
+pub use ctype::wide::{Complex, LongDouble};
 pub use engine::VectorCopy;
 pub use foreign::symbols;

@@ -32,8 +32,8 @@
 //! alignment attribute on the composite itself ([`Aggregate::natural_align`]).
 
 use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
-use crate::engine::error::Error;
-use crate::engine::types::{Aggregate, Signature, Type};
+use crate::ctype::error::Error;
+use crate::ctype::types::{Aggregate, Signature, Type};
 
 /// General-purpose argument registers x0..x7.
 pub const INT_REGS: u8 = 8;

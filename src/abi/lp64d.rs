@@ -37,8 +37,8 @@
 //!   implicit first argument in a0.
 
 use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
-use crate::engine::error::Error;
-use crate::engine::types::{Aggregate, Signature, Type};
+use crate::ctype::error::Error;
+use crate::ctype::types::{Aggregate, Signature, Type};
 
 /// Integer argument registers a0..a7.
 pub const INT_REGS: u8 = 8;

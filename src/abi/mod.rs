@@ -8,9 +8,9 @@ pub mod aapcs64;
 pub mod lp64d;
 pub mod sysv_x86_64;
 
-use crate::engine::error::Error;
-use crate::engine::limits::{MAX_COPY_BYTES, MAX_STACK_BYTES};
-use crate::engine::types::{Aggregate, Signature, Type};
+use crate::ctype::error::Error;
+use crate::ctype::limits::{MAX_COPY_BYTES, MAX_STACK_BYTES};
+use crate::ctype::types::{Aggregate, Signature, Type};
 
 /// A calling convention the core can place arguments for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

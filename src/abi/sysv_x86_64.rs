@@ -27,8 +27,8 @@
 //!   (real) and `%st(1)` (imaginary) as a result.
 
 use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
-use crate::engine::error::Error;
-use crate::engine::types::{Signature, Type};
+use crate::ctype::error::Error;
+use crate::ctype::types::{Signature, Type};
 
 /// Integer argument registers.
 pub const INT_REGS: u8 = 6;
@@ -250,7 +250,7 @@ fn result_pieces(ty: &Type, classes: &[Class]) -> Vec<RetPiece> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::types::Aggregate;
+    use crate::ctype::types::Aggregate;
 
     fn unique_id() -> Type {
         Type::Aggregate(Aggregate::builder().array(Type::I8, 128).build().unwrap())

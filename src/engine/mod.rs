@@ -1,9 +1,10 @@
 //! The call core's Rust side: here the face of the assembly (`asm/<arch>.S`) — the code table
 //! it exports, the layout of the programs it walks, the types of its entries, and the copy
-//! width chosen from the CPU — and in the submodules the C type model (`types`, `wide`), plans
-//! and the programs compiled from them (`plan`, `program`), typed bindings (`typed`), the limits
-//! and the core's error, and the reverse direction, calls from C into Rust (`callback`).
-//! Argument placement per ABI is `crate::abi`; nothing here knows NCCL.
+//! width chosen from the CPU — and in the submodules plans and the programs compiled from them
+//! (`plan`, `program`), typed bindings (`typed`), and the reverse direction, calls from C into
+//! Rust (`callback`). The C type model, the limits and the core's error are below it
+//! (`crate::ctype`), argument placement per ABI beside it (`crate::abi`); nothing here knows
+//! NCCL.
 //!
 //! The layout and the table order have one source of truth, the tables in `build.rs`. It
 //! generates `layout.h` for the assembly and [`layout`] for Rust; the assembly refuses to
@@ -11,13 +12,14 @@
 //! the Rust side's assumptions about the numbers ever change.
 
 pub mod callback;
-pub(crate) mod error;
-pub mod limits;
 pub(crate) mod plan;
 pub(crate) mod program;
 pub(crate) mod typed;
-pub(crate) mod types;
-pub(crate) mod wide;
+
+// The C type model moved below `crate::abi` (`crate::ctype`); these paths remain for the modules
+// not yet moved over.
+pub(crate) use crate::ctype::types;
+pub use crate::ctype::limits;
 
 use core::ffi::c_void;
 

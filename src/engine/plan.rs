@@ -5,15 +5,15 @@ use core::ffi::c_void;
 use core::fmt;
 
 use crate::abi::{Abi, Placement};
-use crate::engine::error::Error;
-use crate::engine::error::TypeDescription;
+use crate::ctype::error::Error;
+use crate::ctype::error::TypeDescription;
 use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, STATUS_OK};
 use crate::engine::program::{self, Mode};
 use crate::engine::typed::{
     aggregate_result, CArgs, CRet, TypedFn, AGGREGATE_RESULT_HEADER, AGGREGATE_RESULT_MAX_ARGS,
 };
-use crate::engine::types::{Signature, Type};
-use crate::engine::wide::Complex;
+use crate::ctype::types::{Signature, Type};
+use crate::ctype::wide::Complex;
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
 
 /// A signature prepared for calling through the assembly core.
@@ -460,7 +460,7 @@ pub fn arg<T>(value: &T) -> *const c_void {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::types::Aggregate;
+    use crate::ctype::types::Aggregate;
     use core::ptr;
 
     extern "C" fn add(a: i32, b: i32) -> i32 {
@@ -563,7 +563,7 @@ mod tests {
             let err = CallPlan::for_abi(abi, &sig).unwrap_err();
             assert!(matches!(err, Error::StackTooLarge { .. } | Error::CopiesTooLarge { .. }), "{abi:?}: {err}");
         }
-        let too_many = Signature::new(vec![Type::I32; crate::engine::limits::MAX_ARGS + 1], None);
+        let too_many = Signature::new(vec![Type::I32; crate::ctype::limits::MAX_ARGS + 1], None);
         assert!(matches!(too_many, Err(Error::TooManyArguments { .. })));
     }
 

@@ -29,7 +29,7 @@ use crate::abi::Placement;
 ))]
 use crate::abi::{Loc, Move, ResultPlace, RetReg};
 use crate::engine::layout::*;
-use crate::engine::types::Signature;
+use crate::ctype::types::Signature;
 use crate::engine::{self, VectorCopy};
 
 /// Which entry family a program is for.

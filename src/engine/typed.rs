@@ -24,7 +24,8 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use crate::engine::types::Type;
+use crate::ctype::types::Type;
+use crate::ctype::wide::{Complex, LongDouble};
 use crate::engine::{self, TypedEntry};
 
 /// A Rust type that has the layout of one C argument type and is passed as that type.
@@ -222,6 +223,77 @@ unsafe impl<T> CRet for *mut T {
 unsafe impl CRet for () {
     fn c_type() -> Option<Type> {
         None
+    }
+}
+
+// The C values Rust has no type for (`crate::ctype::wide`), and `__int128`.
+
+// SAFETY: 16 bytes, 16-aligned, the layout of C's long double on both ABIs; its word is its
+// address (the default), which the program reads through.
+unsafe impl CArg for LongDouble {
+    fn c_type() -> Type {
+        Type::LongDouble
+    }
+}
+
+// SAFETY: two T in order, T's alignment: C's _Complex T; the word is the address (default).
+unsafe impl CArg for Complex<f32> {
+    fn c_type() -> Type {
+        Type::ComplexF32
+    }
+}
+// SAFETY: as above.
+unsafe impl CArg for Complex<f64> {
+    fn c_type() -> Type {
+        Type::ComplexF64
+    }
+}
+// SAFETY: as above (LongDouble is 16 bytes, 16-aligned).
+unsafe impl CArg for Complex<LongDouble> {
+    fn c_type() -> Type {
+        Type::ComplexLongDouble
+    }
+}
+
+// SAFETY: a #[repr(C)] struct of two f32 / two f64 is returned by Rust's extern "C" exactly as
+// C returns _Complex float / _Complex double: SysV classifies both as structs of two floats
+// (xmm0 low 8 bytes; xmm0, xmm1), AAPCS64 as HFAs of two (s0, s1; d0, d1).
+unsafe impl CRet for Complex<f32> {
+    fn c_type() -> Option<Type> {
+        Some(Type::ComplexF32)
+    }
+}
+// SAFETY: as above.
+unsafe impl CRet for Complex<f64> {
+    fn c_type() -> Option<Type> {
+        Some(Type::ComplexF64)
+    }
+}
+
+// SAFETY: i128 / u128 are 16 bytes, 16-aligned (Rust >= 1.77, as C's __int128 on LP64 Linux);
+// the word is the address (default), read through by the program.
+unsafe impl CArg for i128 {
+    fn c_type() -> Type {
+        Type::I128
+    }
+}
+// SAFETY: as above.
+unsafe impl CArg for u128 {
+    fn c_type() -> Type {
+        Type::U128
+    }
+}
+// SAFETY: Rust's extern "C" returns i128 / u128 in rax:rdx (SysV) and x0:x1 (AAPCS64), where C
+// returns __int128.
+unsafe impl CRet for i128 {
+    fn c_type() -> Option<Type> {
+        Some(Type::I128)
+    }
+}
+// SAFETY: as above.
+unsafe impl CRet for u128 {
+    fn c_type() -> Option<Type> {
+        Some(Type::U128)
     }
 }
 

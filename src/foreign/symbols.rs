@@ -13,13 +13,13 @@
 use core::ffi::c_void;
 use core::mem::MaybeUninit;
 
-use crate::engine::error::Error;
+use crate::ctype::error::Error;
 
 use crate::engine::plan::CallPlan;
 
 use crate::engine::typed::{CArgs, CRet, TypedFn};
 
-use crate::engine::types::{Signature, Type};
+use crate::ctype::types::{Signature, Type};
 
 /// A loaded library, as tables are resolved in it (libloading's).
 pub use libloading::Library;

@@ -11,7 +11,7 @@
 use core::ffi::c_void;
 
 use crate::engine::typed::{CArg, ValueAt};
-use crate::engine::types::{Aggregate, Type};
+use crate::ctype::types::{Aggregate, Type};
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::library::Nccl;

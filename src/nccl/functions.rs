@@ -405,7 +405,7 @@ pub(crate) const SYMBOL_COUNT: usize = SYMBOLS.len();
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::types::Type;
+    use crate::ctype::types::Type;
 
     /// The prototypes as NCCL 2.32.3's `nccl.h` writes them, reduced to their C classes: `P` a
     /// pointer (handles, buffers, streams, out-pointers), `I` an `int` or C enum, `Z` a

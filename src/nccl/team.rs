@@ -10,7 +10,7 @@
 //! [`CRet`]); the call core places it, as the C compiler would.
 
 use crate::engine::typed::{CArg, CArgs, CRet, ValueAt};
-use crate::engine::types::{Aggregate, Type};
+use crate::ctype::types::{Aggregate, Type};
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;

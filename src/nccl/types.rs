@@ -6,7 +6,7 @@ use core::fmt;
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
 use crate::engine::typed::{CArg, CRet};
-use crate::engine::types::{Aggregate, Type};
+use crate::ctype::types::{Aggregate, Type};
 use crate::nccl::error::Error;
 
 /// `ncclResult_t`: an open newtype, so a code from a newer NCCL is kept, never mistaken for

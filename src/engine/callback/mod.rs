@@ -31,8 +31,8 @@ use core::any::Any;
 use core::ffi::c_void;
 use core::fmt;
 
-use crate::engine::error::Error;
-use crate::engine::types::Signature;
+use crate::ctype::error::Error;
+use crate::ctype::types::Signature;
 use frame::Record;
 use plan::CallbackPlan;
 pub use typed::{CallbackArgTypes, CallbackFn, CallbackReturn, CallbackValue, TypedCallback};
@@ -255,7 +255,7 @@ mod pool {
     use super::running;
     use super::view::{CallbackArgs, CallbackResult};
     use super::{fatal, panic_message, State, POOL_SIZE};
-    use crate::engine::error::Error;
+    use crate::ctype::error::Error;
     use crate::engine::layout::{T_CB_DIRECT_SLOTS, T_CB_ENTRY, T_CB_INSTALL};
 
     /// One pool entry's slot: the state of the callback holding it (null while free). Which

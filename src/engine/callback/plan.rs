@@ -8,8 +8,8 @@
 
 use super::va::VaStart;
 use crate::abi::{Abi, Loc, Move, ResultPlace, RetPiece};
-use crate::engine::error::Error;
-use crate::engine::types::{Signature, Type};
+use crate::ctype::error::Error;
+use crate::ctype::types::{Signature, Type};
 
 /// One piece of an argument as the callee receives it: `len` bytes at byte `dst` of the
 /// argument's value, found at `from` (the low bytes of a register, or an offset in the stack
@@ -149,9 +149,9 @@ fn uses(pieces: &[RetPiece], reg: crate::abi::RetReg) -> bool {
 mod tests {
     use super::*;
     use crate::abi::RetReg;
-    use crate::engine::types::Aggregate;
+    use crate::ctype::types::Aggregate;
 
-    fn agg(b: crate::engine::types::AggregateBuilder) -> Type {
+    fn agg(b: crate::ctype::types::AggregateBuilder) -> Type {
         Type::Aggregate(b.build().unwrap())
     }
 

@@ -71,9 +71,9 @@ use super::frame::Record;
 use super::place::{places_are_whole, ArgPlace, ResultPlace};
 use super::plan::CallbackPlan;
 use super::{CValue, Callback, State};
-use crate::engine::error::{Error, Position};
+use crate::ctype::error::{Error, Position};
 use crate::engine::typed::CArg;
-use crate::engine::types::{Signature, Type};
+use crate::ctype::types::{Signature, Type};
 
 /// A Rust type a typed callback receives from C or returns to C.
 ///

@@ -35,8 +35,8 @@ use core::mem::MaybeUninit;
 
 use super::view::CValue;
 use crate::abi::{Abi, NextArg};
-use crate::engine::error::Error;
-use crate::engine::types::Type;
+use crate::ctype::error::Error;
+use crate::ctype::types::Type;
 
 /// Where a variadic callback's variable arguments begin: its ABI and the placement's state
 /// after the named arguments.
@@ -390,8 +390,8 @@ mod tests {
     use super::*;
     use crate::abi::{Loc, Move};
     use crate::engine::callback::plan::CallbackPlan;
-    use crate::engine::types::{Aggregate, Signature};
-    use crate::engine::wide::LongDouble;
+    use crate::ctype::types::{Aggregate, Signature};
+    use crate::ctype::wide::LongDouble;
 
     /// A C caller's argument memory, as the record contract presents it: the saved integer
     /// registers, the saved 16-byte vector registers and the stack arguments, in one
@@ -627,7 +627,7 @@ mod tests {
                 assert_eq!(va.arg::<u16>(), Err(Error::VaArgPromoted { ty: "uint16_t" }));
                 assert_eq!(va.arg::<f32>(), Err(Error::VaArgPromoted { ty: "float" }));
                 assert_eq!(
-                    va.arg::<crate::engine::wide::Complex<f64>>(),
+                    va.arg::<crate::ctype::wide::Complex<f64>>(),
                     Err(Error::VaArgUnsupported { ty: "_Complex double" })
                 );
             }

@@ -8,10 +8,10 @@ use core::mem::MaybeUninit;
 use super::frame::Record;
 use super::plan::CallbackPlan;
 use super::va::VaList;
-use crate::engine::error::{Error, TypeDescription};
+use crate::ctype::error::{Error, TypeDescription};
 use crate::engine::typed::CArg;
-use crate::engine::types::{Signature, Type};
-use crate::engine::wide::{Complex, LongDouble};
+use crate::ctype::types::{Signature, Type};
+use crate::ctype::wide::{Complex, LongDouble};
 
 mod sealed {
     pub trait Sealed {}

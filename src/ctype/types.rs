@@ -1,9 +1,9 @@
 //! C types as the call core sees them: scalars, aggregates described by their field layout,
 //! and signatures. Nothing here knows about registers; `crate::abi` maps these to locations.
 
-use crate::engine::error::Error;
-use crate::engine::error::TypeDescription;
-use crate::engine::limits::{MAX_AGGREGATE_BYTES, MAX_ALIGN, MAX_ARGS, MAX_NESTING};
+use crate::ctype::error::Error;
+use crate::ctype::error::TypeDescription;
+use crate::ctype::limits::{MAX_AGGREGATE_BYTES, MAX_ALIGN, MAX_ARGS, MAX_NESTING};
 
 /// A C argument or return type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -451,11 +451,11 @@ mod tests {
         assert!(matches!(Aggregate::from_fields(6, 4, vec![f(0, Type::I32)]), Err(Error::InvalidSize { .. })));
         assert!(matches!(Aggregate::builder().array(Type::I64, 1 << 20).build(), Err(Error::AggregateTooLarge { .. })));
         let mut deep = Type::I8;
-        for _ in 0..=crate::engine::limits::MAX_NESTING {
+        for _ in 0..=crate::ctype::limits::MAX_NESTING {
             deep = match Aggregate::builder().field(deep).build() {
                 Ok(a) => Type::Aggregate(a),
                 Err(e) => {
-                    assert_eq!(e, Error::NestingTooDeep { limit: crate::engine::limits::MAX_NESTING });
+                    assert_eq!(e, Error::NestingTooDeep { limit: crate::ctype::limits::MAX_NESTING });
                     return;
                 }
             };

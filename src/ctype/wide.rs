@@ -1,9 +1,7 @@
 //! C values Rust has no type for: `long double` and the complex types, as byte images with the
-//! C layout, so typed bindings can pass them (and return the complex ones). `__int128` is
+//! C layout, so typed bindings can pass them (and return the complex ones: their `CArg` and
+//! `CRet` are in `crate::engine::typed`). `__int128` is
 //! Rust's `i128` / `u128` (16-aligned like C's since Rust 1.77).
-
-use crate::engine::typed::{CArg, CRet};
-use crate::engine::types::Type;
 
 /// A C `long double` as its 16 bytes (16-aligned): on x86-64 the 80-bit x87 extended format in
 /// the low 10 bytes (64-bit mantissa with its explicit integer bit, then sign and 15-bit
@@ -70,75 +68,6 @@ pub struct Complex<T> {
     pub re: T,
     /// Imaginary part.
     pub im: T,
-}
-
-// SAFETY: 16 bytes, 16-aligned, the layout of C's long double on both ABIs; its word is its
-// address (the default), which the program reads through.
-unsafe impl CArg for LongDouble {
-    fn c_type() -> Type {
-        Type::LongDouble
-    }
-}
-
-// SAFETY: two T in order, T's alignment: C's _Complex T; the word is the address (default).
-unsafe impl CArg for Complex<f32> {
-    fn c_type() -> Type {
-        Type::ComplexF32
-    }
-}
-// SAFETY: as above.
-unsafe impl CArg for Complex<f64> {
-    fn c_type() -> Type {
-        Type::ComplexF64
-    }
-}
-// SAFETY: as above (LongDouble is 16 bytes, 16-aligned).
-unsafe impl CArg for Complex<LongDouble> {
-    fn c_type() -> Type {
-        Type::ComplexLongDouble
-    }
-}
-
-// SAFETY: a #[repr(C)] struct of two f32 / two f64 is returned by Rust's extern "C" exactly as
-// C returns _Complex float / _Complex double: SysV classifies both as structs of two floats
-// (xmm0 low 8 bytes; xmm0, xmm1), AAPCS64 as HFAs of two (s0, s1; d0, d1).
-unsafe impl CRet for Complex<f32> {
-    fn c_type() -> Option<Type> {
-        Some(Type::ComplexF32)
-    }
-}
-// SAFETY: as above.
-unsafe impl CRet for Complex<f64> {
-    fn c_type() -> Option<Type> {
-        Some(Type::ComplexF64)
-    }
-}
-
-// SAFETY: i128 / u128 are 16 bytes, 16-aligned (Rust >= 1.77, as C's __int128 on LP64 Linux);
-// the word is the address (default), read through by the program.
-unsafe impl CArg for i128 {
-    fn c_type() -> Type {
-        Type::I128
-    }
-}
-// SAFETY: as above.
-unsafe impl CArg for u128 {
-    fn c_type() -> Type {
-        Type::U128
-    }
-}
-// SAFETY: Rust's extern "C" returns i128 / u128 in rax:rdx (SysV) and x0:x1 (AAPCS64), where C
-// returns __int128.
-unsafe impl CRet for i128 {
-    fn c_type() -> Option<Type> {
-        Some(Type::I128)
-    }
-}
-// SAFETY: as above.
-unsafe impl CRet for u128 {
-    fn c_type() -> Option<Type> {
-        Some(Type::U128)
-    }
 }
 
 #[cfg(test)]

@@ -111,13 +111,13 @@ pub enum Error {
     AggregateTooLarge {
         /// Its size.
         size: usize,
-        /// [`limits::MAX_AGGREGATE_BYTES`](crate::engine::limits::MAX_AGGREGATE_BYTES).
+        /// [`limits::MAX_AGGREGATE_BYTES`](crate::ctype::limits::MAX_AGGREGATE_BYTES).
         limit: usize,
     },
     /// Aggregates nested deeper than the plan supports.
     #[error("aggregates nested deeper than {limit} levels")]
     NestingTooDeep {
-        /// [`limits::MAX_NESTING`](crate::engine::limits::MAX_NESTING).
+        /// [`limits::MAX_NESTING`](crate::ctype::limits::MAX_NESTING).
         limit: usize,
     },
     /// More arguments than the plan supports.
@@ -125,7 +125,7 @@ pub enum Error {
     TooManyArguments {
         /// Number of arguments.
         count: usize,
-        /// [`limits::MAX_ARGS`](crate::engine::limits::MAX_ARGS).
+        /// [`limits::MAX_ARGS`](crate::ctype::limits::MAX_ARGS).
         limit: usize,
     },
     /// The arguments passed on the stack need more bytes than the plan supports.
@@ -133,7 +133,7 @@ pub enum Error {
     StackTooLarge {
         /// Bytes needed.
         needed: usize,
-        /// [`limits::MAX_STACK_BYTES`](crate::engine::limits::MAX_STACK_BYTES).
+        /// [`limits::MAX_STACK_BYTES`](crate::ctype::limits::MAX_STACK_BYTES).
         limit: usize,
     },
     /// The by-value copies of large aggregates (AArch64) need more bytes than supported.
@@ -141,7 +141,7 @@ pub enum Error {
     CopiesTooLarge {
         /// Bytes needed.
         needed: usize,
-        /// [`limits::MAX_COPY_BYTES`](crate::engine::limits::MAX_COPY_BYTES).
+        /// [`limits::MAX_COPY_BYTES`](crate::ctype::limits::MAX_COPY_BYTES).
         limit: usize,
     },
     /// A variadic signature whose fixed-argument count is zero or above the argument count.
