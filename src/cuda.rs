@@ -32,7 +32,9 @@
 use core::ffi::{c_char, c_void, CStr};
 use core::ptr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::time::{Backoff, Deadline};
 
 /// What can fail in the CUDA driver's binding, one variant per failure site. The call core's
 /// error is the `source()` of [`Error::Core`]; the facade wraps this one in
@@ -438,16 +440,16 @@ impl Driver {
         let event = Event { driver: self, raw: event };
         // SAFETY: as above.
         unsafe { self.event_record_raw(event.raw, stream)? };
-        let started = Instant::now();
+        let deadline = Deadline::after(timeout);
         let mut backoff = Backoff::new();
         loop {
             if event.is_complete()? {
                 return Ok(());
             }
-            if timeout.is_some_and(|t| started.elapsed() >= t) {
-                return Err(Error::Timeout { operation: "stream wait", waited: started.elapsed() });
+            if deadline.passed() {
+                return Err(Error::Timeout { operation: "stream wait", waited: deadline.waited() });
             }
-            backoff.pause(timeout.map(|t| t.saturating_sub(started.elapsed())));
+            backoff.pause(deadline.left());
         }
     }
 }
@@ -666,30 +668,6 @@ impl Drop for Event<'_> {
     fn drop(&mut self) {
         // SAFETY: created by event_create_raw and destroyed once.
         unsafe { self.driver.event_destroy_raw(self.raw) };
-    }
-}
-
-/// Polling with a growing pause: spins briefly (work that finishes in microseconds is seen at
-/// once), then sleeps up to a millisecond, never past the remaining time.
-pub(crate) struct Backoff {
-    round: u32,
-}
-
-impl Backoff {
-    pub(crate) fn new() -> Self {
-        Backoff { round: 0 }
-    }
-
-    /// Pauses before the next poll; `left` is the time until the deadline, if any.
-    pub(crate) fn pause(&mut self, left: Option<Duration>) {
-        self.round = self.round.saturating_add(1);
-        if self.round < 64 {
-            core::hint::spin_loop();
-            std::thread::yield_now();
-            return;
-        }
-        let step = Duration::from_micros(20u64 << (self.round - 64).min(6)).min(Duration::from_millis(1));
-        std::thread::sleep(left.map_or(step, |l| step.min(l)));
     }
 }
 

@@ -50,6 +50,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod ctype;
+mod time;
 pub mod abi;
 pub mod cuda;
 pub mod engine;

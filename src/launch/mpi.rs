@@ -21,10 +21,11 @@
 //! (docs/adr/0010-launchers-and-rendezvous.md, docs/adr/0017-one-table-mechanism.md).
 
 use core::ffi::{c_char, c_void};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::launch::error::Error;
 use crate::launch::world::{vars, Launcher};
+use crate::time::{Backoff, Deadline};
 
 /// How a library spells its handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -430,11 +431,11 @@ impl MpiSession<'_> {
         let count =
             i32::try_from(buf.len()).map_err(|_| Error::MpiTooLarge { function: "MPI_Bcast", what: "count" })?;
         let root = i32::try_from(root).map_err(|_| Error::MpiTooLarge { function: "MPI_Bcast", what: "root rank" })?;
-        let deadline = Instant::now().checked_add(timeout);
+        let deadline = Deadline::within(timeout);
         let mut pending = Box::new(Pending { data: buf.to_vec(), request: [0; 16], status: [0; STATUS_BYTES] });
         let (data, request): (*mut u8, *mut u8) = (pending.data.as_mut_ptr(), pending.request.as_mut_ptr());
         self.mpi.check("MPI_Ibcast", self.mpi.handles.ibcast_bytes(data, count, root, request))?;
-        let mut pause = Duration::from_micros(50);
+        let mut backoff = Backoff::new();
         loop {
             let mut flag = 0i32;
             // SAFETY: the request MPI_Ibcast filled, a live `int`, and a buffer larger than
@@ -445,7 +446,7 @@ impl MpiSession<'_> {
                 buf.copy_from_slice(&pending.data);
                 return Ok(());
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.passed() {
                 self.poisoned = true;
                 Box::leak(pending);
                 return Err(Error::RendezvousTimeout {
@@ -453,8 +454,7 @@ impl MpiSession<'_> {
                     waiting_for: "MPI_Ibcast of the unique id (MPI is left initialised: end the process)",
                 });
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(5));
+            backoff.pause(deadline.left());
         }
     }
 

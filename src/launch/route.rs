@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 #[cfg(unix)]
 use std::time::SystemTime;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::launch::device::{self, DeviceChoice};
 use crate::launch::error::Error;
@@ -13,6 +13,7 @@ use crate::launch::mpi::Mpi;
 use crate::launch::world::{vars, World};
 use crate::nccl::rendezvous::{self, RendezvousKey};
 use crate::nccl::{CommOptions, Communicator, Nccl, UniqueId};
+use crate::time::Deadline;
 
 /// How far before this process read its world a rendezvous file may have been published and
 /// still be taken: ranks of one job start at different times, but not this far apart.
@@ -205,17 +206,17 @@ impl World {
     /// The unique id of a new communicator of this world, handed from rank 0 to every rank
     /// along `route`, within `timeout` (`Duration::MAX`: none). Every rank calls it.
     pub fn unique_id(&self, nccl: &Nccl, route: &IdRoute, timeout: Duration) -> Result<UniqueId, Error> {
-        self.exchange(nccl, route, Instant::now().checked_add(timeout), timeout).map(|(id, _)| id)
+        self.exchange(nccl, route, Deadline::within(timeout), timeout).map(|(id, _)| id)
     }
 
     fn exchange(
         &self,
         nccl: &Nccl,
         route: &IdRoute,
-        deadline: Option<Instant>,
+        deadline: Deadline,
         timeout: Duration,
     ) -> Result<(UniqueId, Cleanup), Error> {
-        let left = || deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
+        let left = || deadline.left().unwrap_or(Duration::MAX);
         match route {
             IdRoute::Local => {
                 if self.size() != 1 {
@@ -300,7 +301,7 @@ impl World {
     /// joins with `ncclCommInitRank` (`Communicator::init_rank_with`, its creation deadline
     /// what is left), all within `setup.timeout`.
     pub fn communicator_with(&self, nccl: &Nccl, setup: &Setup) -> Result<Communicator, Error> {
-        let deadline = Instant::now().checked_add(setup.timeout);
+        let deadline = Deadline::within(setup.timeout);
         device::select(nccl, setup.device, self.local_rank())?;
         let route = match &setup.route {
             Some(r) => r.clone(),
@@ -309,7 +310,7 @@ impl World {
         let (id, cleanup) = self.exchange(nccl, &route, deadline, setup.timeout)?;
         let size = i32::try_from(self.size()).expect("checked when the world was read");
         let rank = i32::try_from(self.rank()).expect("below the size");
-        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let left = deadline.left();
         let comm = Communicator::init_rank_with(nccl, size, &id, rank, &setup.options.clone().create_timeout(left));
         match cleanup {
             Cleanup::None => {}

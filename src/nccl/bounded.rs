@@ -35,7 +35,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::cuda::{Context, Driver};
-use crate::nccl::state::Deadline;
+use crate::time::Deadline;
 
 /// Something to run on a bounded call's thread after its call returned.
 pub(crate) type Work = Box<dyn FnOnce() + Send>;

@@ -13,7 +13,8 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::Shared;
-use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts};
+use crate::nccl::state::{Allow, Cause, CommState, RankInfo, Timeouts};
+use crate::time::Deadline;
 use crate::nccl::types::NcclResult;
 
 /// A handle that aborts a communicator from any thread: `Send + Sync`, cheap to clone.

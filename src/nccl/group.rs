@@ -13,7 +13,7 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::Shared;
-use crate::nccl::state::Deadline;
+use crate::time::Deadline;
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp};
 use crate::nccl::watchdog::OpInfo;
 

@@ -10,7 +10,8 @@ use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::library::Nccl;
-use crate::nccl::state::{Allow, Deadline};
+use crate::nccl::state::Allow;
+use crate::time::Deadline;
 use crate::nccl::types::{NcclResult, NcclScalar, RedOp, ScalarResidence};
 
 impl Communicator {

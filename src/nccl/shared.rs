@@ -8,14 +8,16 @@ use core::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
-use crate::cuda::{Backoff, Context};
+use crate::cuda::Context;
+use crate::time::Backoff;
 use crate::engine::typed::CArgs;
 use crate::nccl::bounded::{spawn_bounded, Busy, CallThread, Exit};
 use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::functions::Sym;
 use crate::nccl::library::Nccl;
-use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts, QUERY_GRACE};
+use crate::nccl::state::{Allow, Cause, CommState, RankInfo, Timeouts, QUERY_GRACE};
+use crate::time::Deadline;
 use crate::nccl::types::NcclResult;
 use crate::nccl::watchdog::Watchdog;
 

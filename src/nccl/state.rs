@@ -4,7 +4,7 @@
 //! docs/adr/0009-fault-model.md.
 
 use core::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::nccl::types::NcclResult;
 use crate::nccl::watchdog::WatchdogReport;
@@ -35,47 +35,6 @@ impl Default for Timeouts {
 /// How long a query of NCCL's state (on another thread) issued at, or just before, its deadline
 /// may take before it counts as stuck inside NCCL.
 pub(crate) const QUERY_GRACE: Duration = Duration::from_millis(50);
-
-/// A point in time after which a wait gives up; none for "no limit". Any `Duration`, including
-/// `Duration::MAX`, is accepted (it never overflows an `Instant`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Deadline {
-    start: Instant,
-    limit: Option<Duration>,
-}
-
-impl Deadline {
-    pub(crate) fn after(limit: Option<Duration>) -> Self {
-        Deadline { start: Instant::now(), limit }
-    }
-
-    /// Time left (`Some(ZERO)` once passed), or `None` without a limit.
-    pub(crate) fn left(&self) -> Option<Duration> {
-        self.limit.map(|l| l.saturating_sub(self.start.elapsed()))
-    }
-
-    pub(crate) fn passed(&self) -> bool {
-        self.left() == Some(Duration::ZERO)
-    }
-
-    pub(crate) fn waited(&self) -> Duration {
-        self.start.elapsed()
-    }
-
-    /// This deadline moved `by` later (no limit stays no limit).
-    pub(crate) fn later(self, by: Duration) -> Self {
-        Deadline { start: self.start, limit: self.limit.map(|l| l.saturating_add(by)) }
-    }
-
-    /// This deadline, or `grace` from now if that is later: a query issued at the deadline
-    /// still gets a moment to return.
-    pub(crate) fn with_grace(self, grace: Duration) -> Self {
-        match self.left() {
-            Some(left) if left < grace => Deadline::after(Some(grace)),
-            _ => self,
-        }
-    }
-}
 
 /// Why a communicator stopped being usable.
 #[derive(Clone, Debug, PartialEq, Eq)]

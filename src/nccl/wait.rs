@@ -1,12 +1,13 @@
 //! Waiting for a stream's work with a deadline, polling outside NCCL so that an abort, an
 //! asynchronous error or a timeout ends the wait.
 
-use crate::cuda::Backoff;
+use crate::time::Backoff;
 use crate::nccl::buffers::Stream;
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
-use crate::nccl::state::{Cause, CommState, Deadline};
+use crate::nccl::state::{Cause, CommState};
+use crate::time::Deadline;
 use crate::nccl::types::NcclResult;
 
 impl Communicator {

@@ -17,7 +17,8 @@ use crate::cuda::{Context, Driver};
 use crate::nccl::communicator::Communicator;
 use crate::nccl::error::Error;
 use crate::nccl::shared::Shared;
-use crate::nccl::state::{Cause, Deadline};
+use crate::nccl::state::Cause;
+use crate::time::Deadline;
 use crate::nccl::types::{DataType, NcclResult};
 
 /// What the watchdog does when an operation does not finish in time or NCCL reports an error.

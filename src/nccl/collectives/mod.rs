@@ -15,7 +15,8 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::Function;
 use crate::nccl::group;
 use crate::nccl::library::Nccl;
-use crate::nccl::state::{Allow, Deadline};
+use crate::nccl::state::Allow;
+use crate::time::Deadline;
 use crate::nccl::types::{DataType, NcclResult, RedOp};
 use crate::nccl::watchdog::OpInfo;
 

@@ -20,7 +20,7 @@ use core::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
-use crate::cuda::Backoff;
+use crate::time::Backoff;
 use crate::nccl::bounded::{spawn_bounded, BoundedCall, CallThread, Exit};
 use crate::nccl::communicator::{AbortHandle, Communicator};
 use crate::nccl::create::Slots;
@@ -28,7 +28,8 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::{Function, Sym};
 use crate::nccl::library::Nccl;
 use crate::nccl::shared::{retire, Home, Shared};
-use crate::nccl::state::{Allow, Cause, CommState, Deadline, RankInfo, Timeouts, QUERY_GRACE};
+use crate::nccl::state::{Allow, Cause, CommState, RankInfo, Timeouts, QUERY_GRACE};
+use crate::time::Deadline;
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::Version;
 

@@ -182,7 +182,7 @@ pub fn wait_file(
     not_before: SystemTime,
     timeout: Duration,
 ) -> Result<UniqueId, Error> {
-    let deadline = Deadline::after(timeout);
+    let deadline = Deadline::within(timeout);
     let mut seen = "no file";
     loop {
         if let Some(m) = read_checked(path)? {
@@ -198,6 +198,6 @@ pub fn wait_file(
                 detail: format!("{} after {:?}: {seen}", path.display(), timeout),
             });
         }
-        std::thread::sleep(RETRY.min(deadline.remaining().unwrap_or(RETRY)));
+        std::thread::sleep(RETRY.min(deadline.left().unwrap_or(RETRY)));
     }
 }

@@ -375,7 +375,7 @@ pub fn drive_rank(steps: &[RootStep], rank: u32) -> RankOutcome {
         read: Vec::new(),
         valid_id_read: false,
     };
-    let deadline = Deadline::after(Duration::from_secs(3600));
+    let deadline = Deadline::within(Duration::from_secs(3600));
     let result = match attempt(&mut root, &key(), rank, &deadline) {
         Ok(id) => RankResult::Id(id),
         Err(Attempt::Retry(e)) => RankResult::Retry(e),

@@ -38,12 +38,13 @@
 //! following links or blocking, reads at most one byte more than a message, and waits on
 //! (until its deadline) while the file there is older than the job or made with another key.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::nccl::types::UNIQUE_ID_BYTES;
+use crate::time::Deadline;
 
 mod error;
 #[cfg(unix)]
@@ -87,36 +88,6 @@ const RETRY: Duration = Duration::from_millis(20);
 
 fn io_err(what: &'static str) -> impl Fn(std::io::Error) -> Error {
     move |source| Error::Io { what, source }
-}
-
-/// A point in time that may be "never" (a timeout too large to represent, as
-/// `Duration::MAX` is: "no timeout").
-#[derive(Clone, Copy, Debug)]
-struct Deadline {
-    at: Option<Instant>,
-    timeout: Duration,
-}
-
-impl Deadline {
-    fn after(timeout: Duration) -> Self {
-        Deadline { at: Instant::now().checked_add(timeout), timeout }
-    }
-
-    /// Time left: `None` when there is no deadline, `Some(ZERO)` once it has passed.
-    fn remaining(&self) -> Option<Duration> {
-        self.at.map(|at| at.saturating_duration_since(Instant::now()))
-    }
-
-    fn passed(&self) -> bool {
-        self.remaining().is_some_and(|r| r.is_zero())
-    }
-
-    /// The earlier of this deadline and `limit` from now.
-    fn capped(&self, limit: Duration) -> Instant {
-        let now = Instant::now();
-        let by_limit = now.checked_add(limit).unwrap_or(now);
-        self.at.map_or(by_limit, |at| at.min(by_limit))
-    }
 }
 
 /// The per-job key of the rendezvous: both sides prove they hold it. Never printed.
@@ -235,7 +206,7 @@ mod tests {
 
     #[test]
     fn no_timeout_means_no_deadline_and_no_panic() {
-        assert!(Deadline::after(Duration::MAX).remaining().is_none());
+        assert!(Deadline::within(Duration::MAX).left().is_none());
         let root = TcpRoot::bind_loopback(key()).unwrap();
         let addr = root.local_addr().unwrap();
         let peer = std::thread::spawn(move || fetch_tcp(addr, &key(), 1, Duration::MAX));

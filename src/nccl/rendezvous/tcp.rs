@@ -113,7 +113,7 @@ impl TcpRoot {
         if ranks.start > ranks.end || ranks.end > MAX_RANK + 1 {
             return Err(Error::InvalidRanks { start: ranks.start, end: ranks.end });
         }
-        let deadline = Deadline::after(timeout);
+        let deadline = Deadline::within(timeout);
         let want = (ranks.end - ranks.start) as usize;
         let mut served = BTreeSet::new();
         let mut report = ServeReport::default();
@@ -179,7 +179,7 @@ impl TcpRoot {
             if progress {
                 pause = Duration::from_micros(200);
             } else {
-                let left = deadline.remaining().unwrap_or(Duration::MAX);
+                let left = deadline.left().unwrap_or(Duration::MAX);
                 std::thread::sleep(pause.min(left));
                 pause = (pause * 2).min(Duration::from_millis(10));
             }
@@ -411,7 +411,7 @@ impl RankWire for TcpStream {
 pub(super) fn read_full(stream: &mut impl RankWire, buf: &mut [u8], deadline: &Deadline) -> Result<(), Attempt> {
     let mut got = 0;
     while got < buf.len() {
-        let left = deadline.remaining();
+        let left = deadline.left();
         if left.is_some_and(|l| l.is_zero()) {
             return Err(Attempt::Fail(timed_out(deadline)));
         }
@@ -433,7 +433,7 @@ pub(super) fn read_full(stream: &mut impl RankWire, buf: &mut [u8], deadline: &D
 }
 
 pub(super) fn write_all(stream: &mut impl RankWire, buf: &[u8], deadline: &Deadline) -> Result<(), Attempt> {
-    let left = deadline.remaining();
+    let left = deadline.left();
     if left.is_some_and(|l| l.is_zero()) {
         return Err(Attempt::Fail(timed_out(deadline)));
     }
@@ -448,7 +448,7 @@ pub(super) fn write_all(stream: &mut impl RankWire, buf: &[u8], deadline: &Deadl
 }
 
 pub(super) fn timed_out(deadline: &Deadline) -> Error {
-    Error::Timeout { waited: deadline.timeout, waiting_for: "the root's unique id over TCP" }
+    Error::Timeout { waited: deadline.limit().unwrap_or_else(|| deadline.waited()), waiting_for: "the root's unique id over TCP" }
 }
 
 /// One exchange with the root.
@@ -518,10 +518,10 @@ pub fn fetch_tcp(root: SocketAddr, key: &RendezvousKey, rank: u32, timeout: Dura
     if rank > MAX_RANK {
         return Err(Error::InvalidRank { rank });
     }
-    let deadline = Deadline::after(timeout);
+    let deadline = Deadline::within(timeout);
     let mut last: Option<Error> = None;
     loop {
-        let left = deadline.remaining();
+        let left = deadline.left();
         if left.is_some_and(|l| l.is_zero()) {
             return Err(match last {
                 Some(e) => Error::LastFailure { last: Box::new(e) },
@@ -544,6 +544,6 @@ pub fn fetch_tcp(root: SocketAddr, key: &RendezvousKey, rank: u32, timeout: Dura
             // last such failure is reported if the deadline passes.
             Err(e) => last = Some(io_err("cannot connect to the rendezvous root")(e)),
         }
-        std::thread::sleep(RETRY.min(deadline.remaining().unwrap_or(RETRY)));
+        std::thread::sleep(RETRY.min(deadline.left().unwrap_or(RETRY)));
     }
 }

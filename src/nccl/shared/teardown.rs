@@ -11,7 +11,8 @@ use crate::nccl::error::Error;
 use crate::nccl::functions::Sym;
 use crate::nccl::functions::{Function, Functions};
 use crate::nccl::library::Nccl;
-use crate::nccl::state::{Cause, CommState, Deadline, QUERY_GRACE};
+use crate::nccl::state::{Cause, CommState, QUERY_GRACE};
+use crate::time::Deadline;
 use crate::nccl::types::NcclResult;
 use crate::nccl::version::Version;
 
