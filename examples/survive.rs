@@ -32,8 +32,9 @@ use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant, SystemTime};
 
 use nccl_trampoline::cuda::Driver;
+use nccl_trampoline::launch::rendezvous;
 use nccl_trampoline::nccl::{
-    rendezvous, Cause, CommOptions, CommState, Communicator, Config, DataType, Nccl, RedOp, ShrinkMode, Timeouts,
+    Cause, CommOptions, CommState, Communicator, Config, DataType, Nccl, RedOp, ShrinkMode, Timeouts,
     WatchdogAction, WatchdogConfig,
 };
 

@@ -2,14 +2,14 @@
 //! cargo fuzz's `--cfg fuzzing`; no API promise). What is public already (Slurm host lists,
 //! `World::from_vars`, the config encoders, `Aggregate`, `UniqueId`) the targets call
 //! directly; this module reaches the rest: the rendezvous's frames on both sides and its file
-//! record, driven from scripts (`nccl::rendezvous::harness`, whose `check`s state the
+//! record, driven from scripts (`launch::rendezvous::harness`, whose `check`s state the
 //! protocol's promises), and the field tables the config encoders write from.
 
-pub use crate::nccl::rendezvous::harness::{
+pub use crate::launch::rendezvous::harness::{
     drive_rank, drive_root, key as rendezvous_key, served_id, RankOutcome, RankResult, RankStep, RootOutcome, RootStep,
 };
 #[cfg(unix)]
-pub use crate::nccl::rendezvous::harness::{file_record, parse_file_record, read_file_record};
+pub use crate::launch::rendezvous::harness::{file_record, parse_file_record, read_file_record};
 
 use crate::nccl::Version;
 use crate::nccl::{FieldInfo, Kind, COLL_CONFIG_FIELDS, CONFIG_FIELDS};

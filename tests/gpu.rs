@@ -422,7 +422,7 @@ fn run_case(
 #[test]
 #[ignore = "needs 2 GPUs (says it is skipped on one): cargo test --release --features half --test gpu -- --ignored --test-threads=1"]
 fn gpu_two_processes_init_rank_with_tcp_rendezvous() {
-    use nccl_trampoline::nccl::rendezvous;
+    use nccl_trampoline::launch::rendezvous;
     use std::time::Duration;
     nvls_off_unless_chosen();
     let Ok(rank) = std::env::var("NCCL_TRAMPOLINE_GPU_RANK") else {

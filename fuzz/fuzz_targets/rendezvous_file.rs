@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use nccl_trampoline::fuzzing::{file_record, parse_file_record, read_file_record};
-use nccl_trampoline::nccl::rendezvous::Error;
+use nccl_trampoline::launch::rendezvous::Error;
 use nccl_trampoline::nccl::UniqueId;
 
 fn nanos(at: std::time::SystemTime) -> u64 {

@@ -1,7 +1,7 @@
 //! The launch layer's error: finding the job in the launcher's variables, choosing the route of
 //! the unique id and the GPU, MPI. The layers below keep their own errors and are this one's
 //! `source()`: the facade's [`nccl::Error`](crate::nccl::Error), the rendezvous's
-//! [`rendezvous::Error`](crate::nccl::rendezvous::Error), the CUDA driver's
+//! [`rendezvous::Error`](crate::launch::rendezvous::Error), the CUDA driver's
 //! [`cuda::Error`](crate::cuda::Error) and the call core's [`crate::Error`].
 //! docs/adr/0019-errors-per-layer.md says why.
 
@@ -19,12 +19,12 @@ pub enum Error {
     Nccl(#[source] crate::nccl::Error),
     /// The unique-id rendezvous failed; it is the `source()`.
     #[error("{0}")]
-    Rendezvous(#[source] crate::nccl::rendezvous::Error),
+    Rendezvous(#[source] crate::launch::rendezvous::Error),
     /// The TCP rendezvous root cannot bind its port; the rendezvous error is the `source()`.
     #[error("{source} (another job on this port? set {})", vars::PORT)]
     RendezvousPort {
         /// The bind failure.
-        source: crate::nccl::rendezvous::Error,
+        source: crate::launch::rendezvous::Error,
     },
     /// The root's host name does not resolve.
     #[error("rendezvous: cannot resolve the root's host: {host}:{port}")]
@@ -161,10 +161,10 @@ impl From<crate::nccl::Error> for Error {
     }
 }
 
-impl From<crate::nccl::rendezvous::Error> for Error {
-    fn from(e: crate::nccl::rendezvous::Error) -> Self {
+impl From<crate::launch::rendezvous::Error> for Error {
+    fn from(e: crate::launch::rendezvous::Error) -> Self {
         match e {
-            crate::nccl::rendezvous::Error::Timeout { waited, waiting_for } => {
+            crate::launch::rendezvous::Error::Timeout { waited, waiting_for } => {
                 Error::RendezvousTimeout { waited, waiting_for }
             }
             e => Error::Rendezvous(e),

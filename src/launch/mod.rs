@@ -25,6 +25,7 @@ mod device;
 mod error;
 pub mod hostlist;
 mod mpi;
+pub mod rendezvous;
 mod route;
 mod world;
 

@@ -11,7 +11,7 @@ use crate::launch::device::{self, DeviceChoice};
 use crate::launch::error::Error;
 use crate::launch::mpi::Mpi;
 use crate::launch::world::{vars, World};
-use crate::nccl::rendezvous::{self, RendezvousKey};
+use crate::launch::rendezvous::{self, RendezvousKey};
 use crate::nccl::{CommOptions, Communicator, Nccl, UniqueId};
 use crate::time::Deadline;
 

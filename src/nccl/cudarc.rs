@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, SyncOnDrop};
 
-use crate::nccl::error::Error;
+use crate::nccl::types::error::Error;
 use crate::nccl::{DeviceBuffer, DeviceBufferMut, NcclScalar, Stream};
 
 /// The cudarc stream of `stream`: a slice's accesses are recorded on one.

@@ -19,70 +19,46 @@
 //! What happens when a peer dies, and what the facade promises then (deadlines, abort from any
 //! thread, the watchdog, `Drop`), is docs/adr/0009-fault-model.md.
 
-mod bounded;
-mod buffers;
-mod collective_config;
-mod collectives;
-mod communicator;
-mod config;
-mod coverage;
-mod create;
+// The layers of the facade, from the bottom: each imports only from those before it
+// (tests/layering.rs keeps it so).
+mod types;
+mod library;
+mod comm;
+mod ops;
+mod host_api;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
-mod device_api;
-mod discovery;
-mod encryption;
-mod error;
-mod functions;
-mod group;
-mod library;
-mod memory;
-mod one_sided;
-mod params;
-mod properties;
-pub mod rendezvous;
-mod shared;
-mod simulate;
-mod state;
-mod suspend;
-mod team;
-mod types;
-mod version;
-mod versioned;
-mod wait;
-mod watchdog;
 
-pub use buffers::{DeviceBuffer, DeviceBufferMut, Stream};
-pub use collective_config::{coll_config_fields, coll_config_size, CollConfig, CollConfigBuffer};
-pub use communicator::{AbortHandle, Communicator};
-pub use config::{config_size, Config, ConfigBuffer};
-pub use coverage::Coverage;
-pub use create::{CommOptions, Pending, ShrinkMode};
-pub use device_api::{
-    DevResourceRequirements, GinBarrierHandle, LeInfo, LlA2aHandle, LsaBarrierHandle, MultimemHandle,
-    ResourceRequirement,
+pub use comm::communicator::{AbortHandle, Communicator};
+pub use comm::create::{CommOptions, Pending, ShrinkMode};
+pub use comm::watchdog::{WatchdogAction, WatchdogConfig};
+pub use host_api::device_api::{
+    DevResourceRequirements, GinBarrierHandle, LeInfo, LlA2aHandle, LsaBarrierHandle, ResourceRequirement,
 };
-pub use discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
-pub use encryption::{Encryption, PreSharedKey};
-pub use error::{Error, OsError};
-pub use functions::Sym;
-pub use group::{Group, GroupScope};
-pub use library::{Discovery, Nccl};
-pub use memory::{CustomRedOp, DeviceAllocation, Registration};
-pub use one_sided::WaitSignalDesc;
-pub use params::{Param, ParamValue};
-pub use properties::{CommProperties, GinType};
-pub use simulate::{SimInfo, SIM_INFO_MAGIC};
-pub use state::{Cause, CommState, Timeouts};
-pub use suspend::SuspendFlags;
-pub use team::{CftTeamMode, Team};
-pub use types::{DataType, MemStat, NcclResult, NcclScalar, RedOp, ScalarResidence, UniqueId, UNIQUE_ID_BYTES};
-pub use version::{Flavor, Version};
-pub use watchdog::{Problem, WatchdogAction, WatchdogConfig, WatchdogReport};
+pub use host_api::properties::{CommProperties, GinType};
+pub use host_api::suspend::SuspendFlags;
+pub use library::coverage::Coverage;
+pub use library::discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
+pub use library::encryption::{Encryption, PreSharedKey};
+pub use library::functions::Sym;
+pub use library::load::{Discovery, Nccl};
+pub use library::params::{Param, ParamValue};
+pub use ops::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
+pub use ops::group::{Group, GroupScope};
+pub use ops::memory::{CustomRedOp, DeviceAllocation, Registration};
+pub use ops::simulate::{SimInfo, SIM_INFO_MAGIC};
+pub use types::coll_config::{coll_config_fields, coll_config_size, CollConfig, CollConfigBuffer};
+pub use types::config::{config_size, Config, ConfigBuffer};
+pub use types::device_api::{CftTeamMode, MultimemHandle, Team, WaitSignalDesc};
+pub use types::enums::{DataType, MemStat, NcclResult, NcclScalar, RedOp, ScalarResidence};
+pub use types::error::{Error, OsError};
+pub use types::state::{Cause, CommState, Problem, Timeouts, WatchdogReport};
+pub use types::unique_id::{UniqueId, UNIQUE_ID_BYTES};
+pub use types::version::{Flavor, Version};
 // The field tables the config encoders write from, for the fuzz targets (crate::fuzzing).
 #[cfg(fuzzing)]
-pub(crate) use {
-    collective_config::FIELDS as COLL_CONFIG_FIELDS,
+pub(crate) use types::{
+    coll_config::FIELDS as COLL_CONFIG_FIELDS,
     config::FIELDS as CONFIG_FIELDS,
     versioned::{FieldInfo, Kind},
 };

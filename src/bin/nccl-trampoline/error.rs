@@ -27,7 +27,7 @@ pub enum LibraryError {
     Launch(#[from] nccl_trampoline::launch::Error),
     /// The unique id's rendezvous.
     #[error(transparent)]
-    Rendezvous(#[from] nccl_trampoline::nccl::rendezvous::Error),
+    Rendezvous(#[from] nccl_trampoline::launch::rendezvous::Error),
 }
 
 /// Why a command stopped before its end.

@@ -1,0 +1,263 @@
+//! Groups: `ncclGroupStart`/`ncclGroupEnd` on one thread ([`Group`]), the end of a non-blocking
+//! group (which NCCL finishes on its own thread), and the scope in which the safe collectives
+//! keep their buffers until the group launched them ([`GroupScope`]). Which communicators joined
+//! is `nccl::comm::grouped`.
+
+use core::cell::RefCell;
+use core::marker::PhantomData;
+use core::ptr;
+
+use crate::nccl::ops::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
+use crate::nccl::comm::communicator::Communicator;
+use crate::nccl::types::error::Error;
+use crate::nccl::library::functions::Sym;
+use crate::nccl::library::load::Nccl;
+use crate::nccl::comm::grouped;
+use crate::time::Deadline;
+use crate::nccl::types::enums::{NcclResult, NcclScalar, RedOp};
+
+/// An open `ncclGroupStart` on this thread; [`end`](Group::end) reports `ncclGroupEnd`'s
+/// result. Not `Send`: NCCL groups are per thread. Dropped without `end`, it ends the group
+/// and ignores the result (it never panics).
+#[derive(Debug)]
+pub struct Group<'n> {
+    nccl: &'n Nccl,
+    open: bool,
+    _per_thread: PhantomData<*const ()>,
+}
+
+impl<'n> Group<'n> {
+    /// `ncclGroupEnd`, with its result. When the outermost group of non-blocking communicators
+    /// ends, NCCL launches the work from its own thread: this waits until every communicator
+    /// that joined reports it done (each within its operation timeout), so `Ok` means the work
+    /// is enqueued.
+    pub fn end(mut self) -> Result<(), Error> {
+        self.open = false;
+        self.finish()
+    }
+
+    /// The library the group was opened in.
+    pub(crate) fn library(&self) -> &'n Nccl {
+        self.nccl
+    }
+
+    /// Closes the group for a simulated end (`ncclGroupSimulateEnd`): the thread's depth drops
+    /// as `ncclGroupEnd` would, but nothing was launched, so the members are neither waited
+    /// for nor recorded by their watchdogs. The library the group was opened in.
+    pub(crate) fn close_simulated(&mut self) -> &'n Nccl {
+        debug_assert!(self.open);
+        self.open = false;
+        grouped::closed(false);
+        self.nccl
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        let members = grouped::closed(true);
+        // SAFETY: `ncclGroupEnd(void)`, on the thread that started the group.
+        let r = unsafe { self.nccl.functions().group_end.call(self.nccl, ()) }?;
+        if !r.is_success() && r != NcclResult::IN_PROGRESS {
+            return Err(self.nccl.failure(Sym::GroupEnd, r, ptr::null_mut()));
+        }
+        // A non-blocking group is launched by NCCL's thread (ncclInProgress); every member that
+        // may be non-blocking is polled until it is done, whatever the group end returned.
+        for (shared, _) in &members {
+            if r == NcclResult::IN_PROGRESS {
+                shared.saw_in_progress();
+            }
+            if shared.is_nonblocking() {
+                shared.wait_done(Sym::GroupEnd, Deadline::after(shared.timeouts().operation))?;
+            }
+        }
+        for (shared, op) in members {
+            if let (Some(w), Some((op, stream))) = (shared.watchdog.get(), op) {
+                w.record(op, stream)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Group<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.finish();
+        }
+    }
+}
+
+impl Nccl {
+    /// `ncclGroupStart`: collectives until [`Group::end`] are fused.
+    pub fn group(&self) -> Result<Group<'_>, Error> {
+        // SAFETY: `ncclGroupStart(void)`: no arguments, any thread.
+        unsafe { self.check(&self.functions().group_start, (), ptr::null_mut()) }?;
+        grouped::opened();
+        Ok(Group { nccl: self, open: true, _per_thread: PhantomData })
+    }
+}
+
+/// Anything held until a group has launched its work: buffer access guards.
+trait Held {}
+impl<T> Held for T {}
+
+/// A group whose safe collectives keep their buffers borrowed, and their access guards alive,
+/// until the group has ended and NCCL has launched the work (see [`Nccl::group_scope`]).
+///
+/// Like `std::thread::scope`: everything the collectives borrow must outlive the scope, so a
+/// buffer cannot be dropped (or freed by cudarc on its stream) before the kernel that uses it
+/// is launched, and cudarc records its access event after that launch.
+pub struct GroupScope<'scope, 'env: 'scope> {
+    /// The guards, their lifetime erased: they are dropped inside `group_scope`, while every
+    /// `'scope` borrow is still alive (see `hold`).
+    held: RefCell<Vec<Box<dyn Held>>>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope> GroupScope<'scope, '_> {
+    fn hold<G: 'scope>(&self, guard: G) {
+        let guard: Box<dyn Held + 'scope> = Box::new(guard);
+        // SAFETY: only the lifetime changes. `'scope` outlives the call of the scope's closure
+        // (it is universally quantified there), so what a guard borrows lives in the caller of
+        // `group_scope`, which drops every guard before it returns (or while unwinding, before
+        // the caller's frames go).
+        let guard: Box<dyn Held> = unsafe { core::mem::transmute::<Box<dyn Held + 'scope>, Box<dyn Held>>(guard) };
+        self.held.borrow_mut().push(guard);
+    }
+
+    /// [`Communicator::all_reduce`] in this group.
+    pub fn all_reduce<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        op: RedOp,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_reduce_held(send, recv, op, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::all_reduce_in_place`] in this group.
+    pub fn all_reduce_in_place<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope mut M,
+        op: RedOp,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_reduce_in_place_held(buf, op, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::broadcast`] in this group.
+    pub fn broadcast<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope mut M,
+        root: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.broadcast_held(buf, root, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::reduce`] in this group.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        op: RedOp,
+        root: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.reduce_held(send, recv, op, root, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::all_gather`] in this group.
+    pub fn all_gather<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_gather_held(send, recv, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::reduce_scatter`] in this group.
+    pub fn reduce_scatter<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        op: RedOp,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.reduce_scatter_held(send, recv, op, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::send`] in this group.
+    pub fn send<T: NcclScalar, B: DeviceBuffer<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope B,
+        peer: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.send_held(buf, peer, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::recv`] in this group.
+    pub fn recv<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        buf: &'scope mut M,
+        peer: i32,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.recv_held(buf, peer, stream).map(|g| self.hold(g))
+    }
+
+    /// [`Communicator::all_to_all`] in this group.
+    pub fn all_to_all<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
+        &self,
+        comm: &'scope Communicator,
+        send: &'scope B,
+        recv: &'scope mut M,
+        stream: &'scope S,
+    ) -> Result<(), Error> {
+        comm.all_to_all_held(send, recv, stream).map(|g| self.hold(g))
+    }
+}
+
+impl Nccl {
+    /// Runs `f` inside one group (`ncclGroupStart` ... `ncclGroupEnd`) in which the safe
+    /// collectives can be called: they borrow their buffers until the group has ended, and the
+    /// buffers' access guards are dropped only after NCCL launched the work. The group ends even
+    /// if `f` fails; `f`'s error comes first, then the group end's.
+    ///
+    /// ```no_run
+    /// # use nccl_trampoline::nccl::{Nccl, Communicator, RedOp, DeviceBufferMut, Stream};
+    /// # fn doc<B: DeviceBufferMut<f32>, S: Stream>(nccl: &Nccl, comms: &[Communicator], bufs: &mut [B], streams: &[S]) -> Result<(), nccl_trampoline::nccl::Error> {
+    /// nccl.group_scope(|g| {
+    ///     for ((comm, buf), stream) in comms.iter().zip(bufs.iter_mut()).zip(streams) {
+    ///         g.all_reduce_in_place(comm, buf, RedOp::SUM, stream)?;
+    ///     }
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn group_scope<'env, R>(
+        &self,
+        f: impl for<'scope> FnOnce(&'scope GroupScope<'scope, 'env>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let scope = GroupScope { held: RefCell::new(Vec::new()), _scope: PhantomData, _env: PhantomData };
+        let group = self.group()?;
+        let result = f(&scope);
+        let end = group.end();
+        // The work is launched: the guards may now record their accesses.
+        drop(scope.held.take());
+        let value = result?;
+        end?;
+        Ok(value)
+    }
+}
