@@ -13,7 +13,7 @@
 //! the paths they import are what this keeps honest.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The top-level modules, bottom first: a module may import from its own top-level module and
 /// from those of a lower rank only.
@@ -37,8 +37,9 @@ const FACADE: &[&str] = &["types", "library", "comm", "ops", "host_api", "cudarc
 /// A module: its path (`nccl::comm::shared`, "" for the crate root) and its source with the
 /// comments and literals blanked.
 struct Module {
-    file: PathBuf,
     code: String,
+    /// The inline modules (`mod name { .. }`): name, and the byte range of their body.
+    inline: Vec<(String, usize, usize)>,
 }
 
 #[test]
@@ -107,11 +108,119 @@ fn modules(src: &Path) -> BTreeMap<String, Module> {
                     parts.pop();
                 }
                 let text = std::fs::read_to_string(&path).expect("readable source");
-                out.insert(parts.join("::"), Module { file: path, code: blank(&text) });
+                let code = without_tests(&blank(&text));
+                let inline = inline_modules(&code);
+                out.insert(parts.join("::"), Module { code, inline });
+            }
+        }
+    }
+    // A file module declared `#[cfg(test)] mod name;` is test code as a whole.
+    let test_files: Vec<String> = out
+        .iter()
+        .flat_map(|(name, m)| {
+            let prefix = if name.is_empty() { String::new() } else { format!("{name}::") };
+            test_only_files(&m.code).into_iter().map(move |child| format!("{prefix}{child}"))
+        })
+        .collect();
+    for name in test_files {
+        out.remove(&name);
+    }
+    out
+}
+
+/// The names of the child files a module declares under `#[cfg(test)]`.
+fn test_only_files(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("#[cfg(test)]") {
+        let rest = code[at + 12..].trim_start();
+        let rest = rest.strip_prefix("pub(crate) ").or_else(|| rest.strip_prefix("pub ")).unwrap_or(rest);
+        if let Some(decl) = rest.strip_prefix("mod ") {
+            let name: String = decl.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if decl[name.len()..].trim_start().starts_with(';') {
+                out.push(name);
             }
         }
     }
     out
+}
+
+/// The inline modules of a module's code: name and body range, outermost first.
+fn inline_modules(code: &str) -> Vec<(String, usize, usize)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("mod ") {
+        if ident_before(b, at) {
+            continue;
+        }
+        let rest = &code[at + 4..];
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let after = rest[name.len()..].trim_start();
+        if name.is_empty() || !after.starts_with('{') {
+            continue;
+        }
+        let open = at + 4 + name.len() + (rest.len() - name.len() - after.len());
+        let mut depth = 0usize;
+        for (i, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        out.push((name.clone(), open, i));
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The path of the module the code at `at` is in: the file's module and the inline modules
+/// around it.
+fn module_at(file: &str, m: &Module, at: usize) -> String {
+    let mut path = file.to_string();
+    for (name, from, to) in &m.inline {
+        if (*from..*to).contains(&at) {
+            path = if path.is_empty() { name.clone() } else { format!("{path}::{name}") };
+        }
+    }
+    path
+}
+
+/// The code without the items marked `#[cfg(test)]` (unit tests, their helpers and imports):
+/// tests may use the crate's test support (`oracle`) from any layer. Blanked, offsets kept.
+fn without_tests(code: &str) -> String {
+    let mut out = code.as_bytes().to_vec();
+    let b = code.as_bytes();
+    for (at, _) in code.match_indices("#[cfg(test)]") {
+        // The item runs to its `;` or to the `}` that closes its first `{`, whichever comes first.
+        let (mut depth, mut end) = (0usize, b.len());
+        for (i, &c) in b.iter().enumerate().skip(at + 12) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                b';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        for c in &mut out[at..end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    }
+    String::from_utf8(out).expect("only ASCII bytes are blanked")
 }
 
 /// The source with comments, string and character literals replaced by spaces (byte offsets
@@ -120,7 +229,7 @@ fn blank(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = b.to_vec();
     let mut i = 0;
-    let mut clear = |out: &mut Vec<u8>, from: usize, to: usize| {
+    let clear = |out: &mut Vec<u8>, from: usize, to: usize| {
         for c in &mut out[from..to.min(b.len())] {
             if *c != b'\n' {
                 *c = b' ';
@@ -348,8 +457,9 @@ fn edges(modules: &BTreeMap<String, Module>, reexports: &BTreeMap<String, Vec<St
     for (name, m) in modules {
         let entry = out.entry(name.clone()).or_default();
         let mut spans = Vec::new();
-        let mut add = |path: String| {
-            if let Some(full) = anchor(name, &path, modules) {
+        let mut add = |path: String, at: usize| {
+            let here = module_at(name, m, at);
+            if let Some(full) = anchor(&here, &path, modules) {
                 if let Some(target) = resolve(full, modules, reexports) {
                     if target != *name && !target.is_empty() {
                         entry.insert((target, path));
@@ -361,30 +471,36 @@ fn edges(modules: &BTreeMap<String, Module>, reexports: &BTreeMap<String, Vec<St
             spans.push(span);
             if !public {
                 for p in paths {
-                    add(p);
+                    add(p, span.0);
                 }
             }
         }
         // Paths in code, outside `use` items.
-        let b = m.code.as_bytes();
         let mut i = 0;
-        while i < b.len() {
-            let rest = &m.code[i..];
-            let starts = ["$crate::", "crate::", "super::", "self::"].iter().find(|s| rest.starts_with(**s));
-            match starts {
-                Some(s) if !ident_before(b, i) && !(s.starts_with('c') && i > 0 && b[i - 1] == b'$') && !spans.iter().any(|&(a, z)| i >= a && i < z) => {
-                    let len = rest
-                        .char_indices()
-                        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '$'))
-                        .map_or(rest.len(), |(p, _)| p);
-                    add(rest[..len].trim_end_matches(':').to_string());
-                    i += len;
+        while i < m.code.len() {
+            match path_at(&m.code, i).filter(|_| !spans.iter().any(|&(a, z)| (a..z).contains(&i))) {
+                Some(path) => {
+                    add(path.trim_end_matches(':').to_string(), i);
+                    i += path.len();
                 }
-                _ => i += 1,
+                None => i += 1,
             }
         }
     }
     out
+}
+
+/// The path that starts at byte `i` of `code`, if one starts there (`crate::`, `$crate::`,
+/// `super::`, `self::`, not inside a longer name).
+fn path_at(code: &str, i: usize) -> Option<&str> {
+    let b = code.as_bytes();
+    if ident_before(b, i) || (i > 0 && b[i - 1] == b'$') {
+        return None;
+    }
+    let rest = &code[i..];
+    ["$crate::", "crate::", "super::", "self::"].iter().find(|s| rest.starts_with(**s))?;
+    let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '$')).unwrap_or(rest.len());
+    Some(&rest[..len])
 }
 
 fn rank(module: &str) -> Option<u32> {

@@ -18,6 +18,7 @@
 //! record; the dispatcher finds the callback in slot `i`. A callback holds its entry from creation to drop; a dropped callback's entry goes to the
 //! back of the free queue, so it is reused as late as possible.
 
+mod entry;
 pub(crate) mod frame;
 pub(crate) mod place;
 pub(crate) mod plan;
@@ -25,6 +26,7 @@ pub(crate) mod plan;
 mod running;
 pub(crate) mod typed;
 pub(crate) mod va;
+pub(crate) mod value;
 pub(crate) mod view;
 
 use core::any::Any;
@@ -35,24 +37,16 @@ use crate::ctype::error::Error;
 use crate::ctype::types::Signature;
 use frame::Record;
 use plan::CallbackPlan;
-pub use typed::{CallbackArgTypes, CallbackFn, CallbackReturn, CallbackValue, TypedCallback};
+pub use typed::{CallbackArgTypes, CallbackFn, TypedCallback};
+pub use entry::POOL_SIZE;
 pub use va::{CVaList, VaList};
-pub use view::{CValue, CallbackArgs, CallbackResult};
+pub use value::{CValue, CallbackReturn, CallbackValue};
+pub use view::{CallbackArgs, CallbackResult};
 
 /// The handler of a dynamic callback: reads its arguments through [`CallbackArgs`] and sets its
 /// result through [`CallbackResult`]. Called from whatever thread C calls from, possibly
 /// several at once and re-entrantly, hence `Send + Sync`.
 pub type Handler = dyn Fn(&CallbackArgs<'_>, &mut CallbackResult<'_>) + Send + Sync + 'static;
-
-/// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
-/// (0 where the target has no callback entries yet). Each entry costs 16 bytes of `.text` and a
-/// slot of the code table.
-#[cfg(nccl_trampoline_callbacks)]
-pub const POOL_SIZE: usize = crate::engine::layout::CB_POOL as usize;
-/// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
-/// (0 where the target has no callback entries yet).
-#[cfg(not(nccl_trampoline_callbacks))]
-pub const POOL_SIZE: usize = 0;
 
 /// True when callback calls synchronise with drops through Linux's `membarrier`
 /// (`MEMBARRIER_CMD_PRIVATE_EXPEDITED`): a call then stores a mark and pays no locked
@@ -223,26 +217,6 @@ impl Drop for Callback {
     }
 }
 
-/// Ends the process with `message` on stderr: what the dispatcher does where continuing would
-/// unwind into C or run the wrong code.
-#[cold]
-#[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
-fn fatal(message: fmt::Arguments<'_>) -> ! {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "nccl-trampoline: {message}; aborting");
-    std::process::abort()
-}
-
-/// The panic payload's message, when it has one.
-#[cfg_attr(not(nccl_trampoline_callbacks), allow(dead_code))]
-fn panic_message(payload: &(dyn core::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
-}
-
 #[cfg(nccl_trampoline_callbacks)]
 mod pool {
     use core::ffi::c_void;
@@ -254,7 +228,8 @@ mod pool {
     use super::plan::ResultSink;
     use super::running;
     use super::view::{CallbackArgs, CallbackResult};
-    use super::{fatal, panic_message, State, POOL_SIZE};
+    use super::entry::{fatal, panic_message, POOL_SIZE};
+    use super::State;
     use crate::ctype::error::Error;
     use crate::engine::layout::{T_CB_DIRECT_SLOTS, T_CB_ENTRY, T_CB_INSTALL};
 

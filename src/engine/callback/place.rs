@@ -6,7 +6,7 @@ use core::mem::{size_of, MaybeUninit};
 
 use super::frame::Record;
 use super::plan::{Piece, ResultSink};
-use super::typed::{CallbackReturn, CallbackValue};
+use super::value::{CallbackReturn, CallbackValue};
 use crate::abi::{Loc, RetPiece};
 
 /// Where one argument arrives, computed once from the plan.

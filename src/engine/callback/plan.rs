@@ -6,10 +6,19 @@
 //! Pure Rust and ABI-generic: made for any [`Abi`] on any host, unit-tested everywhere; only
 //! reading the pieces needs the architecture's callback record (`super::frame`).
 
-use super::va::VaStart;
-use crate::abi::{Abi, Loc, Move, ResultPlace, RetPiece};
+use crate::abi::{Abi, Loc, Move, NextArg, ResultPlace, RetPiece};
 use crate::ctype::error::Error;
 use crate::ctype::types::{Signature, Type};
+
+/// Where a variadic callback's variable arguments begin: its ABI and the placement's state
+/// after the named arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct VaStart {
+    /// The callback's ABI.
+    pub abi: Abi,
+    /// Registers and stack bytes the named arguments took.
+    pub next: NextArg,
+}
 
 /// One piece of an argument as the callee receives it: `len` bytes at byte `dst` of the
 /// argument's value, found at `from` (the low bytes of a register, or an offset in the stack

@@ -32,7 +32,7 @@
 use core::cell::Cell;
 use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
-use super::POOL_SIZE;
+use super::entry::POOL_SIZE;
 
 /// Thread records: at most this many threads have a record at once; calls from further threads
 /// take the counted fallback.
@@ -224,7 +224,7 @@ mod membarrier {
         // Registered in `register` (ASYMMETRIC is true only then): cannot fail.
         let r = call(CMD_PRIVATE_EXPEDITED);
         if r != 0 {
-            super::super::fatal(format_args!(
+            super::super::entry::fatal(format_args!(
                 "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registration ({})",
                 std::io::Error::last_os_error()
             ));

@@ -70,44 +70,10 @@ use core::mem::{align_of, size_of};
 use super::frame::Record;
 use super::place::{places_are_whole, ArgPlace, ResultPlace};
 use super::plan::CallbackPlan;
-use super::{CValue, Callback, State};
+use super::value::{CallbackReturn, CallbackValue};
+use super::{Callback, State};
 use crate::ctype::error::{Error, Position};
-use crate::engine::typed::CArg;
 use crate::ctype::types::{Signature, Type};
-
-/// A Rust type a typed callback receives from C or returns to C.
-///
-/// Implemented for every [`CValue`] (the integers, `f32`, `f64`, raw pointers, `i128`/`u128`,
-/// [`LongDouble`](crate::LongDouble), [`Complex`](crate::Complex)); implement it for a
-/// `#[repr(C)]` struct passed or returned by value, after [`CArg`].
-///
-/// # Safety
-///
-/// [`CArg::c_type`] describes `Self` exactly (size, alignment, field offsets and types), and
-/// every bit pattern a C caller may pass for that C type (every byte of a field, any padding)
-/// is a valid `Self`: no `bool`, `char`, enum, reference or `NonNull` fields.
-pub unsafe trait CallbackValue: CArg + Copy + 'static {}
-
-// SAFETY: CValue's contract is this one, for the types it is sealed to.
-unsafe impl<T: CValue + 'static> CallbackValue for T {}
-
-/// The result type of a typed callback: `()` for `void`, or a [`CallbackValue`].
-pub trait CallbackReturn: Sized + 'static {
-    /// The C result type (`None` for `void`).
-    fn c_type() -> Option<Type>;
-}
-
-impl CallbackReturn for () {
-    fn c_type() -> Option<Type> {
-        None
-    }
-}
-
-impl<T: CallbackValue> CallbackReturn for T {
-    fn c_type() -> Option<Type> {
-        Some(T::c_type())
-    }
-}
 
 mod sealed {
     use super::{ArgPlace, Record};
@@ -254,9 +220,9 @@ macro_rules! arities {
                         let handler: &F = unsafe { core::ptr::NonNull::<F>::dangling().as_ref() };
                         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler($($a),*))) {
                             Ok(value) => value,
-                            Err(payload) => super::fatal(format_args!(
+                            Err(payload) => super::entry::fatal(format_args!(
                                 "the handler of a direct callback panicked ({}); a panic must not unwind into the C caller",
-                                super::panic_message(&*payload)
+                                super::entry::panic_message(&*payload)
                             )),
                         }
                     }

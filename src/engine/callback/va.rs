@@ -33,20 +33,11 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 
-use super::view::CValue;
+use super::plan::VaStart;
+use super::value::CValue;
 use crate::abi::{Abi, NextArg};
 use crate::ctype::error::Error;
 use crate::ctype::types::Type;
-
-/// Where a variadic callback's variable arguments begin: its ABI and the placement's state
-/// after the named arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct VaStart {
-    /// The callback's ABI.
-    pub abi: Abi,
-    /// Registers and stack bytes the named arguments took.
-    pub next: NextArg,
-}
 
 /// How `va_arg` fetches a promoted scalar: its class in the ABI's `va_arg` algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

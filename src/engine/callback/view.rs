@@ -8,37 +8,9 @@ use core::mem::MaybeUninit;
 use super::frame::Record;
 use super::plan::CallbackPlan;
 use super::va::VaList;
+use super::value::CValue;
 use crate::ctype::error::{Error, TypeDescription};
-use crate::engine::typed::CArg;
 use crate::ctype::types::{Signature, Type};
-use crate::ctype::wide::{Complex, LongDouble};
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// A Rust type that a callback can read an argument as and return a result as: every bit
-/// pattern of its C type is a valid value of it. The integers (`isize`/`usize` as
-/// `int64_t`/`uint64_t`, `i128`/`u128` as `__int128`), `f32`, `f64`, raw pointers,
-/// [`LongDouble`] and [`Complex`] of `f32`, `f64` and `LongDouble`. Sealed: `NonNull`, say,
-/// would be undefined behaviour for a null argument. Read a struct with
-/// [`CallbackArgs::read_bytes`].
-pub trait CValue: CArg + Copy + sealed::Sealed {}
-
-macro_rules! c_values {
-    ($($t:ty),* $(,)?) => {
-        $(
-            impl sealed::Sealed for $t {}
-            impl CValue for $t {}
-        )*
-    };
-}
-c_values!(i8, u8, i16, u16, i32, u32, i64, u64, isize, usize, f32, f64, i128, u128, LongDouble);
-c_values!(Complex<f32>, Complex<f64>, Complex<LongDouble>);
-impl<T> sealed::Sealed for *const T {}
-impl<T> CValue for *const T {}
-impl<T> sealed::Sealed for *mut T {}
-impl<T> CValue for *mut T {}
 
 /// The arguments of one call of a [`Callback`](crate::Callback), read where the C caller placed
 /// them (registers saved by the entry, the caller's stack arguments, or the caller's private
