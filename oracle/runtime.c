@@ -1,5 +1,5 @@
 /*
- * Runtime of the C oracle (src/oracle.rs generates the callees and callers): the recording
+ * Runtime of the C oracle (src/oracle/ generates the callees and callers): the recording
  * buffer the callees write what they received into, the bytes they return, and probes for the
  * stack alignment at the call. Compiled into the conformance tests' oracle libraries and, by
  * build.rs, into `nccl-trampoline selftest` (with generated/selftest_oracle.c).
