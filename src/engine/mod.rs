@@ -16,9 +16,7 @@ pub(crate) mod plan;
 pub(crate) mod program;
 pub(crate) mod typed;
 
-// The C type model moved below `crate::abi` (`crate::ctype`); these paths remain for the modules
-// not yet moved over.
-pub(crate) use crate::ctype::types;
+// `engine::limits` as before the type model moved to `crate::ctype`.
 pub use crate::ctype::limits;
 
 use core::ffi::c_void;

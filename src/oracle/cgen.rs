@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::values::ld_ranges;
-use crate::engine::types::{Aggregate, Signature, Type};
+use crate::ctype::types::{Aggregate, Signature, Type};
 
 /// Generates C for signatures: struct typedefs (with layout assertions), recording callees
 /// and reference callers.

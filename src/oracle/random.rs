@@ -1,7 +1,7 @@
 //! The seeded generator of random signatures: scalars, aggregates biased towards the shapes with
 //! special rules, and signatures of every kind.
 
-use crate::engine::types::{Aggregate, Signature, Type};
+use crate::ctype::types::{Aggregate, Signature, Type};
 
 /// splitmix64: small, seedable, good enough to pick shapes.
 pub struct Rng(pub u64);

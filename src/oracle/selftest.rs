@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::cgen::CGen;
 use super::random::{random_signature, Rng};
 use super::shapes::{nccl_shapes, pinned_shapes};
-use crate::engine::types::Signature;
+use crate::ctype::types::Signature;
 
 /// The seed of the random signatures in the built-in oracle (the conformance tests' default).
 pub const SELFTEST_SEED: u64 = 0x5eed_2026;

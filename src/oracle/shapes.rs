@@ -1,7 +1,7 @@
 //! The pinned shapes: the signatures the issue names, those of `__int128`, `long double` and
 //! the complex types, and NCCL's own prototypes.
 
-use crate::engine::types::{Aggregate, AggregateBuilder, Signature, Type};
+use crate::ctype::types::{Aggregate, AggregateBuilder, Signature, Type};
 
 pub fn agg(b: AggregateBuilder) -> Type {
     Type::Aggregate(b.build().expect("valid test layout"))

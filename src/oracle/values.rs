@@ -1,7 +1,7 @@
 //! The model of what a C caller passes: the bytes of a value that carry it (padding and a
 //! `long double`'s unused bytes excluded) and the byte patterns the arguments are made of.
 
-use crate::engine::types::Type;
+use crate::ctype::types::Type;
 
 /// Value bytes of a `long double` on the target: the 80-bit x87 format in the low 10 of its 16
 /// bytes on x86-64 (the rest is padding nobody passes), IEEE binary128 (all 16) on AArch64.

@@ -5,7 +5,7 @@
 use core::ffi::{c_char, c_int, c_ulong, c_void};
 
 use crate::engine::typed::CArg;
-use crate::engine::types::Type;
+use crate::ctype::types::Type;
 
 pub use crate::nccl::NcclResult;
 

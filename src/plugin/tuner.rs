@@ -16,7 +16,7 @@
 use core::ffi::{c_int, c_void};
 
 use crate::engine::typed::CArg;
-use crate::engine::types::Type;
+use crate::ctype::types::Type;
 use crate::plugin::common::{DebugLogger, NcclResult};
 use crate::plugin::declare::{plugin_struct, plugin_table};
 

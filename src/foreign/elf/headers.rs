@@ -7,7 +7,7 @@ use std::io::{Read, Seek};
 use super::image::Image;
 use super::input::{u16_at, u32_at, u64_at};
 use super::machine::target_mismatch;
-use super::reader::Reader;
+use super::reader::{Reader, Segment};
 use super::{MAX_PROGRAM_HEADERS, MAX_TLS_ALIGN, MAX_TLS_BYTES, MAX_VERSION_ENTRIES};
 use crate::foreign::error::LoadError;
 
@@ -23,35 +23,6 @@ pub(super) const PT_TLS: u32 = 7;
 pub(super) const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
 pub(super) const PT_GNU_RELRO: u32 = 0x6474_e552;
 pub(super) const PT_GNU_PROPERTY: u32 = 0x6474_e553;
-
-const PF_X: u32 = 1;
-const PF_W: u32 = 2;
-
-/// One `PT_LOAD`.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Segment {
-    pub(super) vaddr: u64,
-    memsz: u64,
-    pub(super) offset: u64,
-    pub(super) filesz: u64,
-    pub(super) flags: u32,
-}
-
-impl Segment {
-    /// The end of the part the file backs (no overflow: checked when read).
-    pub(super) fn file_end(&self) -> u64 {
-        self.vaddr + self.filesz
-    }
-    pub(super) fn mem_end(&self) -> u64 {
-        self.vaddr + self.memsz
-    }
-    pub(super) fn writable(&self) -> bool {
-        self.flags & PF_W != 0
-    }
-    pub(super) fn executable(&self) -> bool {
-        self.flags & PF_X != 0
-    }
-}
 
 impl<R: Read + Seek> Reader<R> {
     pub(super) fn image(mut self) -> Result<Image, LoadError> {

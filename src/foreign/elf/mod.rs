@@ -70,6 +70,7 @@
 //! relocations (`relocation`), the section header cross-checks (`sections`) and the checked
 //! file (`image`).
 
+mod checks;
 mod dynamic;
 mod hash;
 mod headers;

@@ -5,9 +5,38 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};
 
-use super::headers::Segment;
 use super::input::{u64_at, Input};
 use crate::foreign::error::LoadError;
+
+/// Segment flags (`p_flags`): executable, writable.
+const PF_X: u32 = 1;
+const PF_W: u32 = 2;
+
+/// One `PT_LOAD`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Segment {
+    pub(super) vaddr: u64,
+    pub(super) memsz: u64,
+    pub(super) offset: u64,
+    pub(super) filesz: u64,
+    pub(super) flags: u32,
+}
+
+impl Segment {
+    /// The end of the part the file backs (no overflow: checked when read).
+    pub(super) fn file_end(&self) -> u64 {
+        self.vaddr + self.filesz
+    }
+    pub(super) fn mem_end(&self) -> u64 {
+        self.vaddr + self.memsz
+    }
+    pub(super) fn writable(&self) -> bool {
+        self.flags & PF_W != 0
+    }
+    pub(super) fn executable(&self) -> bool {
+        self.flags & PF_X != 0
+    }
+}
 
 /// A range of addresses the loader reads as a table; relocations must not write into it.
 pub(super) struct Table {

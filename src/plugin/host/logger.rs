@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::engine::callback::Callback;
-use crate::engine::types::{Signature, Type};
+use crate::ctype::types::{Signature, Type};
 use crate::plugin::common::{DebugLogger, LogLevel};
 use crate::plugin::error::PluginError;
 use crate::plugin::host::printf::{self, read_string};

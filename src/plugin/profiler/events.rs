@@ -4,7 +4,7 @@
 use core::ffi::c_int;
 
 use crate::engine::typed::CArg;
-use crate::engine::types::Type;
+use crate::ctype::types::Type;
 
 /// `ncclPid_t` (v2.30.7-1 src/include/os/linux.h:34: `pid_t`, an `int` on Linux), the
 /// `pid` of a proxy operation's descriptor.
