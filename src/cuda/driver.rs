@@ -1,33 +1,5 @@
-//! The CUDA driver API (`libcuda.so.1`), loaded at run time and called through the call core like
-//! NCCL: devices, contexts, memory, streams and events. The facade uses it for stream waits with
-//! deadlines, the watchdog, device checks, and to carry the caller's context onto the threads
-//! that run NCCL calls with deadlines; the command-line tool and the GPU tests use it too.
-//!
-//! Runtime-API handles are the driver's (a `cudaStream_t` is a `CUstream`), and NCCL uses the
-//! context current on the calling thread; [`Driver::activate`] makes a device's primary context
-//! (the runtime's, and NCCL's) current.
-//!
-//! # What is synchronous
-//!
-//! CUDA's "synchronous" copies are not all synchronous (CUDA Driver API, section "API
-//! synchronization behavior"): `cuMemcpyHtoD` from pageable memory returns once the bytes are
-//! staged for DMA, "but the DMA to final destination may not have completed"; the
-//! `cuMemset*` functions are "asynchronous with respect to the host" on device memory; and
-//! both run on the legacy default stream, which a stream made with `CU_STREAM_NON_BLOCKING`
-//! does not wait for (section "Stream synchronization behavior"). Every stream
-//! [`Driver::stream`] makes is such a stream, so a collective launched on it right after a bare
-//! `cuMemcpyHtoD` can read the buffer before the copy lands. This module's calls say exactly
-//! what holds when they return:
-//!
-//! | call | ordered after | on return |
-//! | --- | --- | --- |
-//! | [`DeviceMemory::upload`], [`fill_u32`](DeviceMemory::fill_u32) | the legacy default stream's work (and, through it, blocking streams'), not non-blocking streams' | the bytes are in device memory: work enqueued afterwards on any stream sees them (the call waits for the legacy stream) |
-//! | [`DeviceMemory::download`] | as `upload` | the bytes are in the host buffer |
-//! | [`upload_on`](DeviceMemory::upload_on), [`download_on`](DeviceMemory::download_on) | the work queued on the stream before the call | the copy and everything queued on the stream before it have completed (the call waits for the stream: the host buffer is borrowed for the call only) |
-//! | [`fill_u32_on`](DeviceMemory::fill_u32_on) | the work queued on the stream before the call | nothing: the fill is queued; work queued later on the same stream sees it |
-//!
-//! None of them waits for the whole device (`cuCtxSynchronize`), and none waits for a stream
-//! it was not given.
+//! The driver itself: loading `libcuda`, its function table, devices and contexts, and the
+//! raw event and stream calls the facade's watchdog and stream waits use.
 
 use core::ffi::{c_char, c_void, CStr};
 use core::ptr;
@@ -36,70 +8,20 @@ use std::time::Duration;
 
 use crate::time::{Backoff, Deadline};
 
-/// What can fail in the CUDA driver's binding, one variant per failure site. The call core's
-/// error is the `source()` of [`Error::Core`]; the facade wraps this one in
-/// [`nccl::Error::Cuda`](crate::nccl::Error::Cuda).
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// The call core refused a plan or a call (a driver function the library lacks, a
-    /// prototype that cannot be planned here).
-    #[error("{0}")]
-    Core(#[source] crate::Error),
-    /// The CUDA driver could not be loaded.
-    #[error("cannot load the CUDA driver {path}: {reason}")]
-    Load {
-        /// The library tried.
-        path: String,
-        /// The loader's message, or the functions it lacks.
-        reason: String,
-    },
-    /// A CUDA driver call failed.
-    #[error("{function} failed: CUDA error {code} ({text})")]
-    Driver {
-        /// The driver function.
-        function: &'static str,
-        /// The `CUresult`.
-        code: i32,
-        /// `cuGetErrorString`'s text.
-        text: String,
-    },
-    /// A stream wait passed its deadline.
-    #[error("{operation} timed out after {waited:.1?}")]
-    Timeout {
-        /// What was waited for ("stream wait").
-        operation: &'static str,
-        /// How long it waited.
-        waited: Duration,
-    },
-    /// A host buffer of another size than the device memory it is copied to or from.
-    #[error("{what}: need {expected} bytes, got {got}")]
-    LengthMismatch {
-        /// "upload" or "download".
-        what: &'static str,
-        /// Bytes of the device memory.
-        expected: usize,
-        /// Bytes of the host buffer.
-        got: usize,
-    },
-}
-
-impl From<crate::Error> for Error {
-    fn from(e: crate::Error) -> Self {
-        Error::Core(e)
-    }
-}
+use super::error::Error;
+use super::memory::DeviceMemory;
+use super::stream::{DeviceStream, Event};
 
 /// Environment variable naming the CUDA driver library to load instead of `libcuda.so.1`.
 pub const DRIVER_ENV: &str = "NCCL_TRAMPOLINE_CUDA_DRIVER";
 
 /// `CUDA_ERROR_NOT_READY`: an event or stream still has work.
-const NOT_READY: i32 = 600;
+pub(super) const NOT_READY: i32 = 600;
 /// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy default stream.
 const STREAM_NON_BLOCKING: u32 = 1;
 /// The legacy default stream of the current context, as the driver API's `CUstream` (null: the
 /// `_ptsz` per-thread variants are not the ones this table binds).
-const LEGACY_STREAM: *mut c_void = ptr::null_mut();
+pub(super) const LEGACY_STREAM: *mut c_void = ptr::null_mut();
 /// `CU_EVENT_DISABLE_TIMING`: the cheapest event to record and query.
 const EVENT_DISABLE_TIMING: u32 = 2;
 /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
@@ -107,7 +29,7 @@ const POINTER_ATTRIBUTE_DEVICE_ORDINAL: i32 = 9;
 
 crate::foreign_functions! {
     /// The driver functions this crate calls. All return `CUresult`.
-    struct DriverFns, enum DriverSym {
+    pub(super) struct DriverFns, pub(super) enum DriverSym {
         init: Init = "cuInit" (flags: u32) -> i32;
         driver_get_version: DriverGetVersion = "cuDriverGetVersion" (version: *mut i32) -> i32;
         device_get_count: DeviceGetCount = "cuDeviceGetCount" (count: *mut i32) -> i32;
@@ -176,7 +98,7 @@ pub struct DeviceInfo {
 /// `Send` and `Sync`: after loading it holds only function addresses and plans, and the driver
 /// API may be entered from any thread.
 pub struct Driver {
-    fns: DriverFns,
+    pub(super) fns: DriverFns,
     path: PathBuf,
     // Last field: dropped after the entries that point into it.
     _lib: libloading::Library,
@@ -225,7 +147,7 @@ impl Driver {
         &self.path
     }
 
-    fn check(&self, function: &'static str, r: Result<i32, crate::Error>) -> Result<(), Error> {
+    pub(super) fn check(&self, function: &'static str, r: Result<i32, crate::Error>) -> Result<(), Error> {
         let code = r?;
         if code == 0 {
             return Ok(());
@@ -233,7 +155,7 @@ impl Driver {
         Err(Error::Driver { function, code, text: self.error_text(code) })
     }
 
-    fn error_text(&self, code: i32) -> String {
+    pub(super) fn error_text(&self, code: i32) -> String {
         let mut text: *const c_char = ptr::null();
         // SAFETY: `CUresult cuGetErrorString(CUresult, const char **)`.
         match unsafe { self.fns.get_error_string(code, &mut text) } {
@@ -451,223 +373,6 @@ impl Driver {
             }
             backoff.pause(deadline.left());
         }
-    }
-}
-
-/// Device memory, freed on drop.
-pub struct DeviceMemory<'d> {
-    driver: &'d Driver,
-    ptr: u64,
-    bytes: usize,
-}
-
-impl DeviceMemory<'_> {
-    /// The device address.
-    pub fn ptr(&self) -> *mut c_void {
-        self.ptr as *mut c_void
-    }
-
-    /// Its size in bytes.
-    pub fn len(&self) -> usize {
-        self.bytes
-    }
-
-    /// True for an empty allocation.
-    pub fn is_empty(&self) -> bool {
-        self.bytes == 0
-    }
-
-    fn check_upload(&self, src: &[u8]) -> Result<(), Error> {
-        if src.len() > self.bytes {
-            return Err(Error::LengthMismatch { what: "upload", expected: self.bytes, got: src.len() });
-        }
-        Ok(())
-    }
-
-    fn check_download(&self, dst: &[u8]) -> Result<(), Error> {
-        if dst.len() > self.bytes {
-            return Err(Error::LengthMismatch { what: "download", expected: self.bytes, got: dst.len() });
-        }
-        Ok(())
-    }
-
-    /// Waits for the legacy default stream of the current context: the `cuMemcpyHtoD` and
-    /// `cuMemsetD32` this memory queued there have landed once it returns.
-    fn finish_legacy(&self, function: &'static str) -> Result<(), Error> {
-        // SAFETY: the legacy default stream of the current context always exists.
-        self.driver.check(function, unsafe { self.driver.fns.stream_synchronize(LEGACY_STREAM) })
-    }
-
-    /// Copies `src` to the start of this memory and returns once the bytes are in device
-    /// memory: work enqueued afterwards, on any stream, reads them. A longer `src` is an error.
-    ///
-    /// `cuMemcpyHtoD` from pageable memory returns before its DMA has landed (CUDA Driver API,
-    /// "API synchronization behavior": "the DMA to final destination may not have completed"),
-    /// so this call then waits for the legacy default stream that the copy runs on. It is
-    /// ordered after the legacy stream's earlier work, not after work still queued on a
-    /// non-blocking stream ([`Driver::stream`]'s): use [`upload_on`](Self::upload_on) when such
-    /// work may still use this memory.
-    pub fn upload(&self, src: &[u8]) -> Result<(), Error> {
-        self.check_upload(src)?;
-        // SAFETY: `src` holds the bytes copied; the allocation holds at least as many. A
-        // pageable source is staged before the call returns, a pinned one copied in full.
-        self.driver.check("cuMemcpyHtoD_v2", unsafe {
-            self.driver.fns.memcpy_htod(self.ptr, src.as_ptr().cast(), src.len())
-        })?;
-        self.finish_legacy("cuStreamSynchronize")
-    }
-
-    /// Copies `src` to the start of this memory in `stream`'s order (after the work queued on
-    /// it so far, before the work queued after) and returns once the copy has completed, so
-    /// that `src` is free and the bytes are in place. A longer `src` is an error.
-    ///
-    /// `cuMemcpyHtoDAsync` from pinned memory reads the host buffer after it returns (and from
-    /// pageable memory "might be synchronous", CUDA Driver API, "API synchronization
-    /// behavior"): a borrowed buffer must not be left to it, so the call waits for `stream`
-    /// (`cuStreamSynchronize`), and for nothing else.
-    pub fn upload_on(&self, stream: &DeviceStream<'_>, src: &[u8]) -> Result<(), Error> {
-        self.check_upload(src)?;
-        // SAFETY: as `upload`; `src` outlives the copy, which `stream.synchronize()` waits for
-        // before this function returns or fails.
-        self.driver.check("cuMemcpyHtoDAsync_v2", unsafe {
-            self.driver.fns.memcpy_htod_async(self.ptr, src.as_ptr().cast(), src.len(), stream.raw)
-        })?;
-        stream.synchronize()
-    }
-
-    /// Sets every 4-byte word of this memory to `value` and returns once it is done: work
-    /// enqueued afterwards, on any stream, sees the words.
-    ///
-    /// `cuMemsetD32` is asynchronous with respect to the host on device memory (CUDA Driver API,
-    /// "API synchronization behavior", Memset), so this call then waits for the legacy default
-    /// stream the fill runs on. Ordered as [`upload`](Self::upload); for a stream-ordered fill
-    /// without any wait, [`fill_u32_on`](Self::fill_u32_on).
-    pub fn fill_u32(&self, value: u32) -> Result<(), Error> {
-        // SAFETY: `bytes / 4` words fit in the allocation.
-        self.driver.check("cuMemsetD32_v2", unsafe { self.driver.fns.memset_d32(self.ptr, value, self.bytes / 4) })?;
-        self.finish_legacy("cuStreamSynchronize")
-    }
-
-    /// Queues, on `stream`, the setting of every 4-byte word of this memory to `value`
-    /// (`cuMemsetD32Async`), and returns at once: work queued later on `stream` sees the words;
-    /// the host and other streams see them once `stream` has been waited for. Wait for
-    /// `stream` before this memory is dropped, as for any work queued on it.
-    pub fn fill_u32_on(&self, stream: &DeviceStream<'_>, value: u32) -> Result<(), Error> {
-        // SAFETY: `bytes / 4` words fit in the allocation, alive now; the fill writes device
-        // memory only, never host memory.
-        self.driver.check("cuMemsetD32Async", unsafe {
-            self.driver.fns.memset_d32_async(self.ptr, value, self.bytes / 4, stream.raw)
-        })
-    }
-
-    /// Copies the first `dst.len()` bytes to `dst` and returns once they are there. A longer
-    /// `dst` is an error.
-    ///
-    /// `cuMemcpyDtoH` "returns only once the copy has completed" (CUDA Driver API, "API
-    /// synchronization behavior"); it runs on the legacy default stream, after that stream's
-    /// earlier work but not after work still queued on a non-blocking stream: wait for such a
-    /// stream first ([`DeviceStream::synchronize`]), or use [`download_on`](Self::download_on).
-    pub fn download(&self, dst: &mut [u8]) -> Result<(), Error> {
-        self.check_download(dst)?;
-        // SAFETY: `dst` has room for the bytes copied; the allocation holds at least as many.
-        self.driver.check("cuMemcpyDtoH_v2", unsafe {
-            self.driver.fns.memcpy_dtoh(dst.as_mut_ptr().cast(), self.ptr, dst.len())
-        })
-    }
-
-    /// Copies the first `dst.len()` bytes to `dst` in `stream`'s order (after the work queued
-    /// on it so far) and returns once they are there: the call waits for `stream`. A longer
-    /// `dst` is an error.
-    pub fn download_on(&self, stream: &DeviceStream<'_>, dst: &mut [u8]) -> Result<(), Error> {
-        self.check_download(dst)?;
-        // SAFETY: `dst` has room for the bytes copied and outlives the copy, which
-        // `stream.synchronize()` waits for before this function returns or fails.
-        self.driver.check("cuMemcpyDtoHAsync_v2", unsafe {
-            self.driver.fns.memcpy_dtoh_async(dst.as_mut_ptr().cast(), self.ptr, dst.len(), stream.raw)
-        })?;
-        stream.synchronize()
-    }
-}
-
-impl Drop for DeviceMemory<'_> {
-    fn drop(&mut self) {
-        // SAFETY: allocated by cuMemAlloc and freed once.
-        let _ = unsafe { self.driver.fns.mem_free(self.ptr) };
-    }
-}
-
-/// A stream, destroyed on drop.
-pub struct DeviceStream<'d> {
-    driver: &'d Driver,
-    raw: *mut c_void,
-}
-
-impl DeviceStream<'_> {
-    /// The `CUstream` / `cudaStream_t`.
-    pub fn raw(&self) -> *mut c_void {
-        self.raw
-    }
-
-    /// Waits for all work on the stream (in the driver: no deadline; see
-    /// [`wait`](Self::wait)).
-    pub fn synchronize(&self) -> Result<(), Error> {
-        // SAFETY: a live stream.
-        self.driver.check("cuStreamSynchronize", unsafe { self.driver.fns.stream_synchronize(self.raw) })
-    }
-
-    /// Waits for the work queued so far, at most `timeout`.
-    pub fn wait(&self, timeout: Option<Duration>) -> Result<(), Error> {
-        // SAFETY: a live stream made on the context current when it was created; its context
-        // is made current for the wait by the driver's own handle lookup.
-        unsafe { self.driver.wait_stream(self.raw, timeout) }
-    }
-
-    /// True when the stream has no unfinished work.
-    pub fn is_idle(&self) -> Result<bool, Error> {
-        // SAFETY: a live stream.
-        match unsafe { self.driver.fns.stream_query(self.raw) }? {
-            0 => Ok(true),
-            NOT_READY => Ok(false),
-            code => Err(Error::Driver { function: "cuStreamQuery", code, text: self.driver.error_text(code) }),
-        }
-    }
-}
-
-impl Drop for DeviceStream<'_> {
-    fn drop(&mut self) {
-        // SAFETY: created by cuStreamCreate and destroyed once.
-        let _ = unsafe { self.driver.fns.stream_destroy(self.raw) };
-    }
-}
-
-/// An event, destroyed on drop.
-pub struct Event<'d> {
-    driver: &'d Driver,
-    raw: *mut c_void,
-}
-
-impl Event<'_> {
-    /// Records the event on `stream`.
-    ///
-    /// # Safety
-    ///
-    /// `stream` must be a live stream of the event's context.
-    pub unsafe fn record(&self, stream: *mut c_void) -> Result<(), Error> {
-        // SAFETY: the caller's contract; the event is live.
-        unsafe { self.driver.event_record_raw(self.raw, stream) }
-    }
-
-    /// True when the work it marks has completed (or it was never recorded).
-    pub fn is_complete(&self) -> Result<bool, Error> {
-        // SAFETY: a live event.
-        unsafe { self.driver.event_query_raw(self.raw) }
-    }
-}
-
-impl Drop for Event<'_> {
-    fn drop(&mut self) {
-        // SAFETY: created by event_create_raw and destroyed once.
-        unsafe { self.driver.event_destroy_raw(self.raw) };
     }
 }
 
