@@ -4,13 +4,8 @@
 use core::ffi::{c_char, c_void, CStr};
 use core::ptr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use crate::time::{Backoff, Deadline};
 
 use super::error::Error;
-use super::memory::DeviceMemory;
-use super::stream::{DeviceStream, Event};
 
 /// Environment variable naming the CUDA driver library to load instead of `libcuda.so.1`.
 pub const DRIVER_ENV: &str = "NCCL_TRAMPOLINE_CUDA_DRIVER";
@@ -18,7 +13,7 @@ pub const DRIVER_ENV: &str = "NCCL_TRAMPOLINE_CUDA_DRIVER";
 /// `CUDA_ERROR_NOT_READY`: an event or stream still has work.
 pub(super) const NOT_READY: i32 = 600;
 /// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy default stream.
-const STREAM_NON_BLOCKING: u32 = 1;
+pub(super) const STREAM_NON_BLOCKING: u32 = 1;
 /// The legacy default stream of the current context, as the driver API's `CUstream` (null: the
 /// `_ptsz` per-thread variants are not the ones this table binds).
 pub(super) const LEGACY_STREAM: *mut c_void = ptr::null_mut();
@@ -277,32 +272,6 @@ impl Driver {
         Ok(ordinal)
     }
 
-    /// `bytes` of device memory on the current device.
-    pub fn alloc(&self, bytes: usize) -> Result<DeviceMemory<'_>, Error> {
-        let mut p = 0u64;
-        // SAFETY: the out-pointer is live.
-        self.check("cuMemAlloc_v2", unsafe { self.fns.mem_alloc(&mut p, bytes.max(1)) })?;
-        Ok(DeviceMemory { driver: self, ptr: p, bytes })
-    }
-
-    /// A non-blocking stream (`CU_STREAM_NON_BLOCKING`) on the current device: its work does not
-    /// wait for the legacy default stream's, nor the legacy stream's for its (CUDA Driver API,
-    /// "Stream synchronization behavior"). Order device memory writes before a launch on it with
-    /// [`DeviceMemory::upload_on`] / [`fill_u32_on`](DeviceMemory::fill_u32_on) on this stream, or
-    /// with the fully synchronous [`DeviceMemory::upload`] / [`fill_u32`](DeviceMemory::fill_u32).
-    pub fn stream(&self) -> Result<DeviceStream<'_>, Error> {
-        let mut s: *mut c_void = ptr::null_mut();
-        // SAFETY: the out-pointer is live.
-        self.check("cuStreamCreate", unsafe { self.fns.stream_create(&mut s, STREAM_NON_BLOCKING) })?;
-        Ok(DeviceStream { driver: self, raw: s })
-    }
-
-    /// An event without timing, on the current context.
-    pub fn event(&self) -> Result<Event<'_>, Error> {
-        // SAFETY: the event is destroyed by `Event`'s drop, through this driver.
-        Ok(Event { driver: self, raw: unsafe { self.event_create_raw()? } })
-    }
-
     /// Creates a timing-free event; the caller destroys it with [`event_destroy_raw`](Self::event_destroy_raw).
     ///
     /// # Safety
@@ -347,32 +316,6 @@ impl Driver {
     pub(crate) unsafe fn event_destroy_raw(&self, event: *mut c_void) {
         // SAFETY: the caller's contract. Nothing to report: the handle is gone either way.
         let _ = unsafe { self.fns.event_destroy(event) };
-    }
-
-    /// Waits until the work queued on `stream` so far has completed, at most `timeout` (`None`:
-    /// no limit), polling an event rather than blocking in the driver, so the wait always ends.
-    ///
-    /// # Safety
-    ///
-    /// `stream` must be a live stream of the current context (or null: its legacy default
-    /// stream).
-    pub unsafe fn wait_stream(&self, stream: *mut c_void, timeout: Option<Duration>) -> Result<(), Error> {
-        // SAFETY: the caller's contract: a context is current and `stream` is live.
-        let event = unsafe { self.event_create_raw()? };
-        let event = Event { driver: self, raw: event };
-        // SAFETY: as above.
-        unsafe { self.event_record_raw(event.raw, stream)? };
-        let deadline = Deadline::after(timeout);
-        let mut backoff = Backoff::new();
-        loop {
-            if event.is_complete()? {
-                return Ok(());
-            }
-            if deadline.passed() {
-                return Err(Error::Timeout { operation: "stream wait", waited: deadline.waited() });
-            }
-            backoff.pause(deadline.left());
-        }
     }
 }
 

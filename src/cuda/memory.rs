@@ -3,10 +3,19 @@
 
 use core::ffi::c_void;
 
-
 use super::driver::{Driver, LEGACY_STREAM};
 use super::error::Error;
 use super::stream::DeviceStream;
+
+impl Driver {
+    /// `bytes` of device memory on the current device.
+    pub fn alloc(&self, bytes: usize) -> Result<DeviceMemory<'_>, Error> {
+        let mut p = 0u64;
+        // SAFETY: the out-pointer is live.
+        self.check("cuMemAlloc_v2", unsafe { self.fns.mem_alloc(&mut p, bytes.max(1)) })?;
+        Ok(DeviceMemory { driver: self, ptr: p, bytes })
+    }
+}
 
 /// Device memory, freed on drop.
 pub struct DeviceMemory<'d> {

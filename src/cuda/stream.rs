@@ -1,11 +1,59 @@
-//! Streams and events of the CUDA driver.
+//! Streams and events of the CUDA driver, and the stream wait with a deadline.
 
 use core::ffi::c_void;
+use core::ptr;
 use std::time::Duration;
 
+use crate::time::{Backoff, Deadline};
 
-use super::driver::{Driver, NOT_READY};
+use super::driver::{Driver, NOT_READY, STREAM_NON_BLOCKING};
 use super::error::Error;
+
+impl Driver {
+    /// A non-blocking stream (`CU_STREAM_NON_BLOCKING`) on the current device: its work does not
+    /// wait for the legacy default stream's, nor the legacy stream's for its (CUDA Driver API,
+    /// "Stream synchronization behavior"). Order device memory writes before a launch on it with
+    /// [`DeviceMemory::upload_on`] / [`fill_u32_on`](DeviceMemory::fill_u32_on) on this stream, or
+    /// with the fully synchronous [`DeviceMemory::upload`] / [`fill_u32`](DeviceMemory::fill_u32).
+    pub fn stream(&self) -> Result<DeviceStream<'_>, Error> {
+        let mut s: *mut c_void = ptr::null_mut();
+        // SAFETY: the out-pointer is live.
+        self.check("cuStreamCreate", unsafe { self.fns.stream_create(&mut s, STREAM_NON_BLOCKING) })?;
+        Ok(DeviceStream { driver: self, raw: s })
+    }
+
+    /// An event without timing, on the current context.
+    pub fn event(&self) -> Result<Event<'_>, Error> {
+        // SAFETY: the event is destroyed by `Event`'s drop, through this driver.
+        Ok(Event { driver: self, raw: unsafe { self.event_create_raw()? } })
+    }
+
+    /// Waits until the work queued on `stream` so far has completed, at most `timeout` (`None`:
+    /// no limit), polling an event rather than blocking in the driver, so the wait always ends.
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of the current context (or null: its legacy default
+    /// stream).
+    pub unsafe fn wait_stream(&self, stream: *mut c_void, timeout: Option<Duration>) -> Result<(), Error> {
+        // SAFETY: the caller's contract: a context is current and `stream` is live.
+        let event = unsafe { self.event_create_raw()? };
+        let event = Event { driver: self, raw: event };
+        // SAFETY: as above.
+        unsafe { self.event_record_raw(event.raw, stream)? };
+        let deadline = Deadline::after(timeout);
+        let mut backoff = Backoff::new();
+        loop {
+            if event.is_complete()? {
+                return Ok(());
+            }
+            if deadline.passed() {
+                return Err(Error::Timeout { operation: "stream wait", waited: deadline.waited() });
+            }
+            backoff.pause(deadline.left());
+        }
+    }
+}
 
 /// A stream, destroyed on drop.
 pub struct DeviceStream<'d> {
