@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks every `since (a, b, c)` of NCCL's table (src/nccl/functions.rs) against an NCCL source
+# Checks every `since (a, b, c)` of NCCL's table (src/nccl/library/functions.rs) against an NCCL source
 # mirror: the first release tag (vX.Y.Z-N) whose src/nccl.h.in (or src/nccl.h) declares the
 # function must be that version. The mirror begins at v2.3.5-5 (NCCL 2.0-2.3.4 were not
 # published as source): a function it already declares there must have a since at or before
@@ -31,7 +31,7 @@ version_of() { sed -E 's/^v([0-9]+)\.([0-9]+)\.([0-9]+)-.*/\1 \2 \3/' <<<"$1"; }
 le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" = "$1" ]; }
 failed=0
 # `field: Sym = "ncclName" since (a, b, c)`, possibly with the prototype on the next lines.
-grep -oE '"nccl[A-Za-z0-9]+" since \([0-9]+, [0-9]+, [0-9]+\)' src/nccl/functions.rs |
+grep -oE '"nccl[A-Za-z0-9]+" since \([0-9]+, [0-9]+, [0-9]+\)' src/nccl/library/functions.rs |
     sed -E 's/"(nccl[A-Za-z0-9]+)" since \(([0-9]+), ([0-9]+), ([0-9]+)\)/\1 \2.\3.\4/' >/tmp/check-since.$$
 while read -r name since; do
     found=""

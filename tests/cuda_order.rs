@@ -1,4 +1,4 @@
-//! What `nccl_trampoline::cuda` promises about ordering (src/cuda.rs, "What is synchronous"),
+//! What `nccl_trampoline::cuda` promises about ordering (src/cuda/mod.rs, "What is synchronous"),
 //! against the stand-in CUDA driver (tests/c/fake_cuda.c), which lands a write to device memory
 //! only once something ordered after it runs, as CUDA allows: a bare `cuMemcpyHtoD` or
 //! `cuMemsetD32` followed by a kernel on a non-blocking stream leaves that kernel reading stale

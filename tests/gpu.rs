@@ -152,7 +152,7 @@ fn upload(cuda: &Cuda, rank: &Rank, el: El, vals: &[f64]) {
         el.encode(*v, &mut bytes);
     }
     cuda.activate(rank.dev).unwrap();
-    // On the rank's stream, where its collective runs next (src/cuda.rs, "What is synchronous").
+    // On the rank's stream, where its collective runs next (src/cuda/mod.rs, "What is synchronous").
     rank.send.upload_on(&rank.stream, &bytes).expect("cuMemcpyHtoDAsync");
 }
 

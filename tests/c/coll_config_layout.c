@@ -1,6 +1,6 @@
 /*
  * ncclCollConfig_t and ncclWaitSignalDesc_t as the C compiler lays them out, for the tests that
- * check the crate's offsets (src/nccl/collective_config.rs):
+ * check the crate's offsets (src/nccl/types/coll_config.rs):
  *  - with -DREAL_NCCL_H='"/path/nccl.h"' and -I tests/c/cuda_shim: NCCL's own header (the shim
  *    gives it cudaStream_t and cudaEvent_t; CUDART_VERSION stays undefined, so no bf16/fp8
  *    header is included): tests/real_nccl.rs, with the wheel's nccl.h;

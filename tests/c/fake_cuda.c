@@ -1,5 +1,5 @@
 /*
- * A stand-in for the CUDA driver (libcuda.so.1): the functions src/cuda.rs calls, with "device
+ * A stand-in for the CUDA driver (libcuda.so.1): the functions src/cuda/ calls, with "device
  * memory" in host memory, so that the facade's tests and the command's `perf` run on a machine
  * without a GPU. FAKE_CUDA_DEVICES sets the device count (default 2).
  *

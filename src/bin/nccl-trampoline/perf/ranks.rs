@@ -180,7 +180,7 @@ impl<'d, 'n> Ranks<'d, 'n> {
     /// the receive buffer with a byte pattern no result matches, in the order of the rank's
     /// stream: the collectives launched there next read these bytes and write after them (a
     /// bare `cuMemcpyHtoD` would land after the launch on this non-blocking stream:
-    /// src/cuda.rs, "What is synchronous").
+    /// src/cuda/mod.rs, "What is synchronous").
     fn initialise(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<(), Error> {
         let op = op.unwrap_or(Op::Sum);
         let size = elem.size();
