@@ -374,3 +374,99 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
 pub(crate) fn build(_: &Signature, _: &Placement, _: Mode, _: VectorCopy) -> Built {
     unreachable!("no trampoline on this target: plans are never compiled")
 }
+
+/// The programs built for a broad set of signatures, written to `$NT_PROGRAM_DUMP` (handler
+/// addresses as table slots), to compare the builder's output before and after a rewrite.
+#[cfg(test)]
+mod recording {
+    use super::*;
+    use crate::abi::Abi;
+    use crate::engine::types::Type;
+    use crate::oracle::{self, Rng};
+    use std::fmt::Write as _;
+
+    fn slot(address: u64) -> String {
+        let table = engine::table().unwrap();
+        let i = table.iter().position(|&a| a as u64 == address).expect("a table address");
+        format!("{}#{i}", TABLE_NAMES[i])
+    }
+
+    fn signatures() -> Vec<Signature> {
+        let mut v: Vec<Signature> = oracle::selftest_functions().into_iter().map(|(_, s)| s).collect();
+        v.extend(oracle::pinned_shapes().into_iter().chain(oracle::nccl_shapes()).map(|(_, s)| s));
+        let scalars = [
+            Type::I8,
+            Type::U8,
+            Type::I16,
+            Type::U16,
+            Type::I32,
+            Type::U32,
+            Type::I64,
+            Type::U64,
+            Type::Pointer,
+            Type::F32,
+            Type::F64,
+            Type::I128,
+            Type::U128,
+            Type::LongDouble,
+            Type::ComplexF32,
+            Type::ComplexF64,
+            Type::ComplexLongDouble,
+        ];
+        let rets: Vec<Option<Type>> = std::iter::once(None).chain(scalars.iter().cloned().map(Some)).collect();
+        for t in &scalars {
+            for n in 0..=14 {
+                for r in &rets {
+                    v.push(Signature::new(vec![t.clone(); n], r.clone()).unwrap());
+                }
+            }
+        }
+        for n in 0..=7usize {
+            for mask in 0..(1u32 << n) {
+                let args: Vec<Type> = (0..n).map(|k| if mask >> k & 1 == 1 { Type::I64 } else { Type::I32 }).collect();
+                for r in &rets {
+                    v.push(Signature::new(args.clone(), r.clone()).unwrap());
+                }
+            }
+        }
+        for seed in 0..40u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x1234_5678_9abc_def1) ^ 7);
+            v.extend((0..250).map(|_| oracle::random_signature(&mut rng)));
+        }
+        v
+    }
+
+    #[test]
+    fn record_programs() {
+        let Some(abi) = Abi::native() else { return };
+        let Ok(path) = std::env::var("NT_PROGRAM_DUMP") else { return };
+        let mut out = String::new();
+        let mut count = 0;
+        for sig in signatures() {
+            let Ok(p) = abi.place(&sig) else {
+                writeln!(out, "{sig:?}: no placement").unwrap();
+                continue;
+            };
+            for copy in VectorCopy::ALL.into_iter().filter(|c| c.is_available()) {
+                for mode in [Mode::Checked, Mode::Typed] {
+                    let built = build(&sig, &p, mode, copy);
+                    write!(
+                        out,
+                        "{sig:?} {mode:?} {copy:?}: {} [{}, {}]",
+                        slot(built.entry as u64),
+                        built.program[0],
+                        built.program[1]
+                    )
+                    .unwrap();
+                    for op in built.program[2..].chunks(3) {
+                        write!(out, " {} {:#x} {:#x};", slot(op[0]), op[1], op[2]).unwrap();
+                    }
+                    out.push('\n');
+                    count += 1;
+                }
+            }
+        }
+        writeln!(out, "{count} programs").unwrap();
+        std::fs::write(path, out).unwrap();
+    }
+}
