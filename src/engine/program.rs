@@ -252,15 +252,18 @@ mod native {
                     ops.regs.push(Handler::Load(len), a, src);
                     ops.regs.push(Handler::Movstk, u64::from(off), 0);
                 }
-                // A whole value (stack arguments are never pieces).
-                Loc::Stack(off) => {
-                    let off = u64::from(off);
-                    match len {
-                        8 => ops.frame.push(Handler::Stk(Ext::Q64), a, off),
-                        4 => ops.frame.push(Handler::Stk(RAW4), a, off),
-                        _ => ops.frame.push(Handler::Copy(self.copy), a, span(off, len)),
-                    }
-                }
+                Loc::Stack(off) => self.stack_value(arg, len, off, ops),
+            }
+        }
+
+        /// A whole value of `len` bytes on the stack at `off` (stack arguments are never pieces):
+        /// 8 or 4 bytes by a `stk` handler, anything else copied.
+        fn stack_value(&self, arg: u16, len: u32, off: u32, ops: &mut ArgumentOps) {
+            let (a, off) = (argv_at(arg), u64::from(off));
+            match len {
+                8 => ops.frame.push(Handler::Stk(Ext::Q64), a, off),
+                4 => ops.frame.push(Handler::Stk(RAW4), a, off),
+                _ => ops.frame.push(Handler::Copy(self.copy), a, span(off, len)),
             }
         }
 
