@@ -291,6 +291,7 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(nccl_trampoline_asm, values(\"x86_64_sysv\", \"aarch64_aapcs64\", \"riscv64_lp64d\"))");
     // cargo fuzz builds the library with `--cfg fuzzing` (the `fuzzing` module: fuzz/).
     println!("cargo:rustc-check-cfg=cfg(fuzzing)");
+    println!("cargo:rustc-check-cfg=cfg(docsrs)");
     // Set where the target's assembly has callback entries (docs/adr/0025-callbacks.md).
     println!("cargo:rustc-check-cfg=cfg(nccl_trampoline_callbacks)");
     println!("cargo:rerun-if-changed=build.rs");

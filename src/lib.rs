@@ -46,6 +46,7 @@
 //! assert_eq!(out, LDiv { quot: 9, rem: 2 });
 //! # Ok::<(), nccl_trampoline::Error>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 

@@ -13,8 +13,8 @@ impl Driver {
     /// A non-blocking stream (`CU_STREAM_NON_BLOCKING`) on the current device: its work does not
     /// wait for the legacy default stream's, nor the legacy stream's for its (CUDA Driver API,
     /// "Stream synchronization behavior"). Order device memory writes before a launch on it with
-    /// [`DeviceMemory::upload_on`] / [`fill_u32_on`](DeviceMemory::fill_u32_on) on this stream, or
-    /// with the fully synchronous [`DeviceMemory::upload`] / [`fill_u32`](DeviceMemory::fill_u32).
+    /// [`DeviceMemory::upload_on`](super::DeviceMemory::upload_on) / [`fill_u32_on`](super::DeviceMemory::fill_u32_on) on this stream, or
+    /// with the fully synchronous [`DeviceMemory::upload`](super::DeviceMemory::upload) / [`fill_u32`](super::DeviceMemory::fill_u32).
     pub fn stream(&self) -> Result<DeviceStream<'_>, Error> {
         let mut s: *mut c_void = ptr::null_mut();
         // SAFETY: the out-pointer is live.

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-/// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
+/// Callback entries in the pool: at most this many [`Callback`](crate::Callback)s exist at once in a process
 /// (0 where the target has no callback entries yet). Each entry costs 16 bytes of `.text` and a
 /// slot of the code table.
 #[cfg(nccl_trampoline_callbacks)]

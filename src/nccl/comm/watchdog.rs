@@ -25,8 +25,8 @@ pub enum WatchdogAction {
     /// returns [`Error::Unusable`]. The default.
     Abort,
     /// Mark the communicator failed without calling NCCL: waits through the facade
-    /// ([`Communicator::wait`]) return at once, and the communicator stays allocated for
-    /// [`Communicator::shrink`] with [`ShrinkMode::Abort`](crate::nccl::ShrinkMode::Abort) or a
+    /// ([`Communicator::wait`](crate::nccl::Communicator::wait)) return at once, and the communicator stays allocated for
+    /// [`Communicator::shrink`](crate::nccl::Communicator::shrink) with [`ShrinkMode::Abort`](crate::nccl::ShrinkMode::Abort) or a
     /// revoke.
     MarkFailed,
 }
