@@ -105,7 +105,7 @@ impl World {
             launcher,
             root_host,
             port,
-            reserved_port,
+            reserved_port: reserved_port.map(|(_, p)| p),
             job,
             secret,
             route: r.raw(vars::ID_ROUTE),

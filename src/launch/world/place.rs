@@ -168,6 +168,19 @@ mod tests {
         ])
         .unwrap_err();
         assert!(e.to_string().contains("torchrun's own store port"), "{e}");
+        assert!(e.to_string().contains("MASTER_PORT=29500"), "{e}");
+        // Under Kubeflow the reserved port is the one PET_MASTER_PORT names, and the message
+        // names that variable.
+        let e = world(&[
+            ("PET_NNODES", "1"),
+            ("PET_NODE_RANK", "0"),
+            ("PET_NPROC_PER_NODE", "1"),
+            ("PET_MASTER_ADDR", "trainer-master-0"),
+            ("PET_MASTER_PORT", "23456"),
+            (vars::PORT, "23456"),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("PET_MASTER_PORT=23456") && !e.to_string().contains(" MASTER_PORT"), "{e}");
         let e = world(&[(vars::PORT, "4000"), (vars::ROOT, "h:4001")]).unwrap_err();
         assert!(matches!(e, Error::LauncherContradiction { .. }), "{e}");
     }

@@ -7,11 +7,12 @@ use crate::launch::world::reader::{shown, Reader};
 use crate::launch::world::vars;
 
 /// The root's host and the rendezvous port: `launcher_host` unless `NCCL_TRAMPOLINE_ROOT`
-/// (`host`, `host:port` or `[v6]:port`) names one; never `reserved_port` (torchrun's store).
+/// (`host`, `host:port` or `[v6]:port`) names one; never `reserved_port` (torchrun's store, as
+/// the variable that gave it: `MASTER_PORT`, or Kubeflow's `PET_MASTER_PORT`).
 pub(super) fn resolve(
     r: &Reader<'_>,
     launcher_host: Option<String>,
-    reserved_port: Option<u16>,
+    reserved_port: Option<(&'static str, u16)>,
 ) -> Result<(Option<String>, Option<u16>), Error> {
     let (mut root_host, mut port) = (launcher_host, r.port(vars::PORT)?);
     if let Some(root) = r.raw(vars::ROOT) {
@@ -31,10 +32,10 @@ pub(super) fn resolve(
             port = Some(p);
         }
     }
-    if let (Some(p), Some(q)) = (port, reserved_port) {
+    if let (Some(p), Some((variable, q))) = (port, reserved_port) {
         if p == q {
             return Err(Error::LauncherContradiction {
-                variables: vec![format!("{}={p}", vars::PORT), format!("MASTER_PORT={q}")],
+                variables: vec![format!("{}={p}", vars::PORT), format!("{variable}={q}")],
                 detail: "the rendezvous port is torchrun's own store port".into(),
             });
         }

@@ -35,7 +35,7 @@ pub(super) fn detect(r: &Reader<'_>) -> Result<Option<Found>, Error> {
         local_rank: Some(Field::new(0, "PET_NPROC_PER_NODE")),
         local_size: Some(Field::new(1, "PET_NPROC_PER_NODE")),
         root_host: r.host("PET_MASTER_ADDR")?,
-        reserved_port: r.port("PET_MASTER_PORT")?,
+        reserved_port: r.port("PET_MASTER_PORT")?.map(|p| ("PET_MASTER_PORT", p)),
         job: master,
         names: ["PET_NODE_RANK", "PET_NNODES", "", ""],
     }))

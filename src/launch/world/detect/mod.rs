@@ -22,7 +22,7 @@ pub(super) struct Found {
     pub(super) local_rank: Option<Field>,
     pub(super) local_size: Option<Field>,
     pub(super) root_host: Option<String>,
-    pub(super) reserved_port: Option<u16>,
+    pub(super) reserved_port: Option<(&'static str, u16)>,
     pub(super) job: Option<String>,
     /// The launcher's names for rank, size, local rank and local size.
     pub(super) names: [&'static str; 4],

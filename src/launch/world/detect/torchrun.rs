@@ -43,7 +43,7 @@ pub(super) fn detect(r: &Reader<'_>) -> Result<Option<Found>, Error> {
         local_rank: r.number("LOCAL_RANK")?,
         local_size: r.number("LOCAL_WORLD_SIZE")?,
         root_host: r.host("MASTER_ADDR")?,
-        reserved_port: r.port("MASTER_PORT")?,
+        reserved_port: r.port("MASTER_PORT")?.map(|p| ("MASTER_PORT", p)),
         job,
         names: ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"],
     }))
