@@ -1,9 +1,8 @@
-//! Collectives and point-to-point calls: the raw forms on device pointers (here) and the safe
-//! forms on typed buffers (`typed`), every one enqueued through one path under the call lock.
+//! The one path every collective and point-to-point call is enqueued through (their forms are
+//! `collectives`), under the call lock.
 //!
 //! "Ok" means enqueued: a non-blocking communicator's `ncclInProgress` is waited out (within the
 //! operation timeout) before a collective returns, never passed off as success.
-
 
 use core::ffi::c_void;
 
@@ -16,108 +15,8 @@ use crate::nccl::comm::grouped;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::shared::Allow;
 use crate::time::Deadline;
-use crate::nccl::types::enums::{DataType, NcclResult, RedOp};
+use crate::nccl::types::enums::NcclResult;
 use crate::nccl::comm::watchdog::OpInfo;
-
-/// The raw entry points: one line each gives the method, the function of the NCCL table it
-/// calls (`nccl::functions`, whose declared types the arguments must have: a mismatch does not
-/// compile), its arguments before `comm` and `stream`, and what the watchdog reports for it.
-macro_rules! raw_collectives {
-    ($(
-        $(#[$doc:meta])*
-        fn $name:ident = $function:ident ( $( $arg:ident : $ty:ty ),* ) count: $count:ident, type: $dtype:ident, peer: $peer:expr;
-    )*) => {
-        impl Communicator {
-            $(
-                $(#[$doc])*
-                #[allow(clippy::too_many_arguments)]
-                pub unsafe fn $name(&self, $( $arg: $ty, )* stream: *mut c_void) -> Result<(), Error> {
-                    let function = &self.shared.nccl.functions().$function;
-                    let op = OpInfo { name: Nccl::name(function.sym()), count: $count, data_type: $dtype, peer: $peer };
-                    // SAFETY: the caller's contract (this method's); `comm` is this
-                    // communicator's live handle, read under the call lock.
-                    unsafe { self.enqueue(function, |comm| ($( $arg, )* comm, stream), stream, op) }
-                }
-            )*
-        }
-    };
-}
-
-raw_collectives! {
-    /// `ncclAllReduce` on raw device pointers.
-    ///
-    /// # Safety
-    ///
-    /// `send` and `recv` must point to `count` elements of `dtype` in device memory of this
-    /// communicator's GPU (they may be equal: in place), valid until `stream` runs the
-    /// collective; `stream` must be a valid stream of that device.
-    fn all_reduce_raw = all_reduce(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp)
-        count: count, type: dtype, peer: None;
-    /// `ncclBroadcast` on raw device pointers.
-    ///
-    /// # Safety
-    ///
-    /// As [`all_reduce_raw`](Self::all_reduce_raw); `send` is read on `root` only.
-    fn broadcast_raw = broadcast(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
-        count: count, type: dtype, peer: Some(root);
-    /// `ncclReduce` on raw device pointers.
-    ///
-    /// # Safety
-    ///
-    /// As [`all_reduce_raw`](Self::all_reduce_raw); `recv` is written on `root` only.
-    fn reduce_raw = reduce(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp, root: i32)
-        count: count, type: dtype, peer: Some(root);
-    /// `ncclAllGather`: `send` has `send_count` elements, `recv` `send_count * nranks`.
-    ///
-    /// # Safety
-    ///
-    /// As [`all_reduce_raw`](Self::all_reduce_raw), with those sizes.
-    fn all_gather_raw = all_gather(send: *const c_void, recv: *mut c_void, send_count: usize, dtype: DataType)
-        count: send_count, type: dtype, peer: None;
-    /// `ncclReduceScatter`: `send` has `recv_count * nranks` elements, `recv` `recv_count`.
-    ///
-    /// # Safety
-    ///
-    /// As [`all_reduce_raw`](Self::all_reduce_raw), with those sizes.
-    fn reduce_scatter_raw = reduce_scatter(send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: DataType, op: RedOp)
-        count: recv_count, type: dtype, peer: None;
-    /// `ncclSend` (2.7) of `count` elements to `peer`.
-    ///
-    /// # Safety
-    ///
-    /// `send` must point to `count` elements of `dtype` in device memory of this GPU, valid
-    /// until `stream` runs the send.
-    fn send_raw = send(send: *const c_void, count: usize, dtype: DataType, peer: i32)
-        count: count, type: dtype, peer: Some(peer);
-    /// `ncclRecv` (2.7) of `count` elements from `peer`.
-    ///
-    /// # Safety
-    ///
-    /// As [`send_raw`](Self::send_raw), for writing.
-    fn recv_raw = recv(recv: *mut c_void, count: usize, dtype: DataType, peer: i32)
-        count: count, type: dtype, peer: Some(peer);
-    /// `ncclAlltoAll` (2.28): `count` elements to and from every rank.
-    ///
-    /// # Safety
-    ///
-    /// As [`all_reduce_raw`](Self::all_reduce_raw); both buffers hold `count * nranks`.
-    fn all_to_all_raw = all_to_all(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType)
-        count: count, type: dtype, peer: None;
-    /// `ncclGather` (2.28): `count` elements from every rank into `recv` on `root`.
-    ///
-    /// # Safety
-    ///
-    /// As [`all_reduce_raw`](Self::all_reduce_raw); `recv` holds `count * nranks` on root.
-    fn gather_raw = gather(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
-        count: count, type: dtype, peer: Some(root);
-    /// `ncclScatter` (2.28): `count` elements to every rank from `send` on `root`.
-    ///
-    /// # Safety
-    ///
-    /// As [`all_reduce_raw`](Self::all_reduce_raw); `send` holds `count * nranks` on root.
-    fn scatter_raw = scatter(send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32)
-        count: count, type: dtype, peer: Some(root);
-}
 
 impl Communicator {
     /// Enqueues one operation: under the call lock, refused once the communicator is unusable;

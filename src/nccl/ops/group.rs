@@ -1,20 +1,18 @@
 //! Groups: `ncclGroupStart`/`ncclGroupEnd` on one thread ([`Group`]), the end of a non-blocking
 //! group (which NCCL finishes on its own thread), and the scope in which the safe collectives
-//! keep their buffers until the group launched them ([`GroupScope`]). Which communicators joined
-//! is `nccl::comm::grouped`.
+//! keep their buffers until the group launched them ([`GroupScope`]; its collectives are
+//! `collectives`'). Which communicators joined is `nccl::comm::grouped`.
 
 use core::cell::RefCell;
 use core::marker::PhantomData;
 use core::ptr;
 
-use crate::nccl::ops::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
-use crate::nccl::comm::communicator::Communicator;
 use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::grouped;
 use crate::time::Deadline;
-use crate::nccl::types::enums::{NcclResult, NcclScalar, RedOp};
+use crate::nccl::types::enums::NcclResult;
 
 /// An open `ncclGroupStart` on this thread; [`end`](Group::end) reports `ncclGroupEnd`'s
 /// result. Not `Send`: NCCL groups are per thread. Dropped without `end`, it ends the group
@@ -114,7 +112,8 @@ pub struct GroupScope<'scope, 'env: 'scope> {
 }
 
 impl<'scope> GroupScope<'scope, '_> {
-    fn hold<G: 'scope>(&self, guard: G) {
+    /// Keeps `guard` until the group has ended (the group-scope forms of the collectives).
+    pub(super) fn hold<G: 'scope>(&self, guard: G) {
         let guard: Box<dyn Held + 'scope> = Box::new(guard);
         // SAFETY: only the lifetime changes. `'scope` outlives the call of the scope's closure
         // (it is universally quantified there), so what a guard borrows lives in the caller of
@@ -122,110 +121,6 @@ impl<'scope> GroupScope<'scope, '_> {
         // the caller's frames go).
         let guard: Box<dyn Held> = unsafe { core::mem::transmute::<Box<dyn Held + 'scope>, Box<dyn Held>>(guard) };
         self.held.borrow_mut().push(guard);
-    }
-
-    /// [`Communicator::all_reduce`] in this group.
-    pub fn all_reduce<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        send: &'scope B,
-        recv: &'scope mut M,
-        op: RedOp,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.all_reduce_held(send, recv, op, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::all_reduce_in_place`] in this group.
-    pub fn all_reduce_in_place<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        buf: &'scope mut M,
-        op: RedOp,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.all_reduce_in_place_held(buf, op, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::broadcast`] in this group.
-    pub fn broadcast<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        buf: &'scope mut M,
-        root: i32,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.broadcast_held(buf, root, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::reduce`] in this group.
-    #[allow(clippy::too_many_arguments)]
-    pub fn reduce<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        send: &'scope B,
-        recv: &'scope mut M,
-        op: RedOp,
-        root: i32,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.reduce_held(send, recv, op, root, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::all_gather`] in this group.
-    pub fn all_gather<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        send: &'scope B,
-        recv: &'scope mut M,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.all_gather_held(send, recv, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::reduce_scatter`] in this group.
-    pub fn reduce_scatter<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        send: &'scope B,
-        recv: &'scope mut M,
-        op: RedOp,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.reduce_scatter_held(send, recv, op, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::send`] in this group.
-    pub fn send<T: NcclScalar, B: DeviceBuffer<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        buf: &'scope B,
-        peer: i32,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.send_held(buf, peer, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::recv`] in this group.
-    pub fn recv<T: NcclScalar, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        buf: &'scope mut M,
-        peer: i32,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.recv_held(buf, peer, stream).map(|g| self.hold(g))
-    }
-
-    /// [`Communicator::all_to_all`] in this group.
-    pub fn all_to_all<T: NcclScalar, B: DeviceBuffer<T>, M: DeviceBufferMut<T>, S: Stream>(
-        &self,
-        comm: &'scope Communicator,
-        send: &'scope B,
-        recv: &'scope mut M,
-        stream: &'scope S,
-    ) -> Result<(), Error> {
-        comm.all_to_all_held(send, recv, stream).map(|g| self.hold(g))
     }
 }
 
