@@ -376,6 +376,30 @@ fn per_collective_configs_are_written_for_the_loaded_version() {
                 .i32(RedOp::MAX.0))
             .0
         );
+        log.reset();
+        comm.reduce_config(&src, &mut dst, sum, 0, &config, &stream_of(st)).unwrap();
+        let mut blocks = HostBuf::new(vec![0.0; 12]);
+        let ba = blocks.0.as_ptr() as usize;
+        comm.all_to_all_config(&dst, &mut blocks, &config, &stream_of(st)).unwrap();
+        assert_eq!(
+            log.bytes(),
+            [
+                cfg(Expect::default()
+                    .name("ncclReduceConfig")
+                    .usize(sa)
+                    .usize(da)
+                    .usize(6)
+                    .i32(f32t.0)
+                    .i32(sum.0)
+                    .i32(0))
+                .0,
+                // Two ranks: 12 elements are two blocks of 6.
+                cfg(Expect::default().name("ncclAlltoAllConfig").usize(da).usize(ba).usize(6).i32(f32t.0)).0,
+            ]
+            .concat()
+        );
+        let err = comm.all_to_all_config(&src, &mut blocks, &config, &stream_of(st)).unwrap_err();
+        assert!(matches!(err, Error::LengthMismatch { .. }), "{err}");
         let err = comm.all_gather_config(&dst, &mut HostBuf::new(vec![0.0; 12]), &config, &stream_of(st)).unwrap_err();
         assert!(matches!(err, Error::LengthMismatch { .. }), "{err}");
         let with_event = CollConfig::new().launch_completion_event(8 as *mut c_void);
@@ -447,6 +471,9 @@ fn older_libraries_answer_unsupported_for_each_new_call() {
             "ncclReduceScatterConfig",
             "2.31.2",
         );
+        unsupported(comm.reduce_config(&src, &mut dst, op, 0, &cfg, &stream), "ncclReduceConfig", "2.31.2");
+        let mut blocks = HostBuf::new(vec![0.0; 4]);
+        unsupported(comm.all_to_all_config(&dst, &mut blocks, &cfg, &stream), "ncclAlltoAllConfig", "2.31.2");
         unsupported(comm.signal(1, 0, 0, &stream), "ncclSignal", "2.29.2");
         unsupported(comm.wait_signal(&[WaitSignalDesc::default()], &stream), "ncclWaitSignal", "2.29.2");
         unsupported(comm.team_cft(CftTeamMode::FLAT).map(drop), "ncclTeamCft", "2.31.2");

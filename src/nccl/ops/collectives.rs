@@ -74,7 +74,7 @@ collectives! {
         buffers: send, recv; count: count; arguments: (op: RedOp, root: i32); watchdog peer: Some(root);
         sizes: "`send` and `recv` (written on `root` only) must point to `count` elements of `dtype` each \
             (they may be equal: in place)";
-        safe: reduce held reduce_held [send -> recv: recv >= send], no safe config;
+        safe: reduce held reduce_held [send -> recv: recv >= send], safe config reduce_config;
     }
 
     /// Every rank receives all ranks' data, in rank order.
@@ -121,7 +121,8 @@ collectives! {
         config raw: all_to_all_config_raw calls all_to_all_config "ncclAlltoAllConfig" since "2.31.2";
         buffers: send, recv; count: count; arguments: (); watchdog peer: None;
         sizes: "`send` and `recv` must point to `count * nranks` elements of `dtype` each";
-        safe: all_to_all held all_to_all_held [send -> recv: send == recv, a multiple of nranks], no safe config;
+        safe: all_to_all held all_to_all_held [send -> recv: send == recv, a multiple of nranks],
+            safe config all_to_all_config;
     }
 
     /// `root` receives all ranks' data, in rank order.
