@@ -52,6 +52,7 @@
 
 mod ctype;
 mod time;
+mod trace;
 pub mod abi;
 pub mod cuda;
 pub mod engine;
