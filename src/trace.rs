@@ -65,12 +65,67 @@ pub(crate) fn limit(d: Option<std::time::Duration>) -> String {
     d.map_or_else(|| "none".to_string(), |d| format!("{d:?}"))
 }
 
+/// The `tracing` level of an NCCL log level (`ncclDebugLogLevel`): `NCCL_LOG_ABORT` is an
+/// error, `WARN` a warning, `VERSION` information, NCCL's `INFO` (its `NCCL_DEBUG=INFO`
+/// chatter) debug, `TRACE` and anything unknown trace.
+#[cfg(feature = "tracing")]
+pub(crate) fn nccl_log_level(level: i32) -> tracing::Level {
+    match level {
+        4 => tracing::Level::ERROR,
+        2 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        3 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    }
+}
+
+/// The names of NCCL's subsystem flags (`ncclDebugLogSubSys`, nccl_common.h:36-56) set in
+/// `flags`, joined by `|` (`INIT|NET`); unknown bits as hex; `ALL` for every bit.
+#[cfg(feature = "tracing")]
+pub(crate) fn nccl_subsystems(flags: u64) -> String {
+    const NAMES: [(u64, &str); 16] = [
+        (0x1, "INIT"),
+        (0x2, "COLL"),
+        (0x4, "P2P"),
+        (0x8, "SHM"),
+        (0x10, "NET"),
+        (0x20, "GRAPH"),
+        (0x40, "TUNING"),
+        (0x80, "ENV"),
+        (0x100, "ALLOC"),
+        (0x200, "CALL"),
+        (0x400, "PROXY"),
+        (0x800, "NVLS"),
+        (0x1000, "BOOTSTRAP"),
+        (0x2000, "REG"),
+        (0x4000, "PROFILE"),
+        (0x8000, "RAS"),
+    ];
+    if flags == u64::MAX || flags == u64::from(u32::MAX) {
+        return "ALL".to_string();
+    }
+    let mut parts: Vec<String> = NAMES.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, n)| n.to_string()).collect();
+    let known = NAMES.iter().fold(0, |all, (bit, _)| all | bit);
+    if flags & !known != 0 {
+        parts.push(format!("{:#x}", flags & !known));
+    }
+    parts.join("|")
+}
+
 #[cfg(all(test, feature = "tracing"))]
 mod tests {
     use super::*;
 
     #[test]
-    fn limits_read_as_operators_expect() {
+    fn nccl_levels_and_subsystems_read_as_operators_expect() {
+        assert_eq!(nccl_log_level(2), tracing::Level::WARN);
+        assert_eq!(nccl_log_level(3), tracing::Level::DEBUG);
+        assert_eq!(nccl_log_level(4), tracing::Level::ERROR);
+        assert_eq!(nccl_log_level(99), tracing::Level::TRACE);
+        assert_eq!(nccl_subsystems(0x11), "INIT|NET");
+        assert_eq!(nccl_subsystems(0), "");
+        assert_eq!(nccl_subsystems(!0), "ALL");
+        assert_eq!(nccl_subsystems(0x4000 | 0x10000), "PROFILE|0x10000");
         assert_eq!(limit(None), "none");
         assert_eq!(limit(Some(std::time::Duration::from_millis(1500))), "1.5s");
     }
