@@ -198,7 +198,8 @@ pub fn wait_file(
             match parse_file(&m, key) {
                 Some((id, at)) if at >= not_before => {
                     trace_event!(launch, INFO, "rendezvous.file_read", path = %path.display(),
-                        waited_ms = crate::trace::ms(deadline.waited()), "the unique id was read from the rendezvous file");
+                        waited_ms = crate::trace::ms(deadline.waited()),
+                        "the unique id was read from the rendezvous file");
                     return Ok(id);
                 }
                 Some(_) => seen = "a file older than the job",
@@ -207,7 +208,8 @@ pub fn wait_file(
         }
         if deadline.passed() {
             trace_event!(launch, WARN, "rendezvous.file_timed_out", path = %path.display(), seen,
-                waited_ms = crate::trace::ms(deadline.waited()), "no unique id in the rendezvous file before the deadline");
+                waited_ms = crate::trace::ms(deadline.waited()),
+                "no unique id in the rendezvous file before the deadline");
             return Err(Error::Protocol {
                 what: "no unique id in the rendezvous file before the deadline",
                 detail: format!("{} after {:?}: {seen}", path.display(), timeout),

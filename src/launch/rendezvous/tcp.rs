@@ -539,7 +539,8 @@ pub fn fetch_tcp(root: SocketAddr, key: &RendezvousKey, rank: u32, timeout: Dura
         return Err(Error::InvalidRank { rank });
     }
     let deadline = Deadline::within(timeout);
-    trace_event!(launch, INFO, "rendezvous.fetching", root = %root, rank, timeout = %crate::trace::limit(deadline.limit()),
+    trace_event!(launch, INFO, "rendezvous.fetching", root = %root, rank,
+        timeout = %crate::trace::limit(deadline.limit()),
         "fetching the unique id from the rendezvous root");
     let mut last: Option<Error> = None;
     loop {

@@ -380,7 +380,8 @@ impl Shared {
                 // thread the moment it returns.
                 if home.thread.hand(Box::new(move || drop(abort(cause)))) {
                     trace_event!(nccl, WARN, "abort.pending", rank = self.info.get().map(|i| i.rank),
-                        waiting_for = "the creating call", "an abort waits for the call that is making the communicator");
+                        waiting_for = "the creating call",
+                        "an abort waits for the call that is making the communicator");
                     return Err(Error::AbortPending);
                 }
             } else {

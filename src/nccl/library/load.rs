@@ -122,8 +122,8 @@ impl Nccl {
         let path = path.as_ref();
         Self::open(&Candidate { source: Source::Explicit, path: path.to_path_buf() }).map_err(|r| {
             let e = r.into_error(path, None);
-            trace_event!(nccl, DEBUG, "library.refused", path = %path.display(), source = %Source::Explicit, reason = %e,
-                "NCCL library refused");
+            trace_event!(nccl, DEBUG, "library.refused", path = %path.display(), source = %Source::Explicit,
+                reason = %e, "NCCL library refused");
             e
         })
     }
@@ -153,8 +153,8 @@ impl Nccl {
                 // An explicit request is never passed over for the next candidate.
                 Err(r) if c.source == Source::Environment => {
                     let e = r.into_error(&c.path, Some(LIBRARY_ENV));
-                    trace_event!(nccl, DEBUG, "library.refused", path = %c.path.display(), source = %c.source, reason = %e,
-                        "NCCL library refused");
+                    trace_event!(nccl, DEBUG, "library.refused", path = %c.path.display(), source = %c.source,
+                        reason = %e, "NCCL library refused");
                     return failed(e);
                 }
                 Err(Rejection::Unusable(reason)) => {

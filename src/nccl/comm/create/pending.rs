@@ -153,16 +153,17 @@ impl Creation {
         let over_and_stored = job_over && (!self.parents.is_empty() || self.nccl.version() >= Version::new(2, 18, 0));
         if background && !job_joined && !over_and_stored {
             // NCCL may still store a handle: the slots stay allocated for good.
-            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function, operation = Nccl::name(self.op),
-                what = "slots", slots = self.slots.0.len(),
+            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function,
+                operation = Nccl::name(self.op), what = "slots", slots = self.slots.0.len(),
                 "a creation given up: NCCL may still store a handle, its slots stay allocated for good");
             core::mem::forget(Arc::clone(&self.slots));
         }
         let storage_free = !background || job_joined || self.nccl.version() >= Version::new(2, 27, 0);
         let exit = if storage_free { Exit::AfterWork } else { Exit::Never };
         if exit == Exit::Never {
-            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function, operation = Nccl::name(self.op),
-                what = "thread", "a creation given up: NCCL's job lives in its thread's storage, the thread stays for good");
+            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function,
+                operation = Nccl::name(self.op), what = "thread",
+                "a creation given up: NCCL's job lives in its thread's storage, the thread stays for good");
         }
         trace_event!(nccl, INFO, "creation.stopped", function = self.origin.function, operation = Nccl::name(self.op),
             cause = %cause, aborted = self.involved().filter(|c| c.is_released()).count(),
@@ -181,8 +182,9 @@ impl Creation {
 
     /// On the creation's thread when a call abandoned by its owner returned: stop everything.
     fn after_abandon(self: &Arc<Self>, r: CallResult) -> Exit {
-        trace_event!(nccl, INFO, "creation.returned_late", function = self.origin.function, operation = Nccl::name(self.op),
-            result = ?r, "an abandoned creating call returned: its thread aborts what it made");
+        trace_event!(nccl, INFO, "creation.returned_late", function = self.origin.function,
+            operation = Nccl::name(self.op), result = ?r,
+            "an abandoned creating call returned: its thread aborts what it made");
         self.returned(&r);
         let cause = self.state().abandoned.clone().unwrap_or(Cause::Requested);
         // The owner marked the parents lost; their call (ours) has returned: abort them.
@@ -563,7 +565,8 @@ impl<'p> Pending<'p> {
     /// Ends the creation with `err`, which every later step returns.
     fn end(&mut self, err: Error) -> Result<bool, Error> {
         trace_event!(nccl, WARN, "creation.failed", function = self.creation.origin.function,
-            operation = Nccl::name(self.creation.op), nranks = self.creation.origin.nranks, rank = self.creation.origin.rank,
+            operation = Nccl::name(self.creation.op), nranks = self.creation.origin.nranks,
+            rank = self.creation.origin.rank,
             outcome = match &err {
                 Error::Timeout { .. } => "deadline",
                 Error::Unusable { state: CommState::Aborted(_), .. } => "aborted",

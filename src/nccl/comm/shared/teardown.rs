@@ -54,7 +54,8 @@ impl Shared {
                 Error::Unusable { .. } => Ok(()),
                 _ if self.lost.load(Ordering::Acquire) => {
                     trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.info.get().map(|i| i.rank),
-                        error = %e, then = "lost", "finalize at drop did not finish: the communicator is left to its thread");
+                        error = %e, then = "lost",
+                        "finalize at drop did not finish: the communicator is left to its thread");
                     Err(e)
                 }
                 _ => {
