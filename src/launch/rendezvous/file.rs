@@ -87,9 +87,10 @@ pub fn publish_file(path: &Path, id: &UniqueId, key: &RendezvousKey) -> Result<(
 pub fn remove_file(path: &Path, id: &UniqueId, key: &RendezvousKey) -> Result<(), Error> {
     match read_checked(path)? {
         Some(m) if parse_file(&m, key).is_some_and(|(got, _)| &got == id) => {
+            std::fs::remove_file(path).map_err(io_err("cannot remove the rendezvous file"))?;
             trace_event!(launch, DEBUG, "rendezvous.file_removed", path = %path.display(),
                 "the rendezvous file was removed");
-            std::fs::remove_file(path).map_err(io_err("cannot remove the rendezvous file"))
+            Ok(())
         }
         _ => Ok(()),
     }
