@@ -7,6 +7,7 @@
 #      its misbehaving variants, NCCL_NET_PLUGIN's rules on real files; doctor and net-bench in
 #      tests/cli.rs, with the Rust tuner and profiler plugins of examples/),
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
+#      the tracing feature's events (tests/tracing.rs, against the stand-in),
 #      the embedding examples, the README's snippets in new projects, clippy;
 #      then the ABI conformance suite and the callback tests again with clang as the oracle;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
@@ -61,7 +62,8 @@ export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 # row and, for the library, rust-version. Found by building with older toolchains: 1.78 fails
 # on the inline `const` blocks of src/engine/typed.rs (and 1.76 in thiserror 2); half 2.7 declares
 # 1.81, clap 4.6 1.85 (edition 2024; criterion brings it to the bench feature), libloading 0.9 (cudarc 0.19) 1.88, and cargo refuses
-# older toolchains for them.
+# older toolchains for them. tracing 0.1.44 (tracing-core, once_cell) declares 1.65: the
+# library's own toolchain builds the tracing feature.
 MSRV_LIB=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 MSRV_CHECKS=(
     "$MSRV_LIB|none|--lib"
@@ -70,6 +72,7 @@ MSRV_CHECKS=(
     "1.88|cudarc|--lib --features cudarc"
     "1.88|cudarc-nccl|--lib --features cudarc-nccl"
     "1.85|bench|--bench call_overhead --features bench"
+    "$MSRV_LIB|tracing|--lib --features tracing"
 )
 
 install() {
@@ -190,14 +193,19 @@ cargo run --quiet --example variadic_logger
 cargo run --quiet --example qsort_callback
 step "native: the optional half feature"
 cargo test --quiet --lib --features half
+step "native: the optional tracing feature (its events, captured against the stand-in)"
+cargo test --quiet --lib --features tracing
+cargo test --quiet --features tracing --test tracing
 step "native: clippy and docs"
 cargo clippy --all-targets --quiet -- -D warnings
 cargo clippy --all-targets --quiet --features half,cudarc,cli,cudarc-nccl -- -D warnings
+cargo clippy --all-targets --quiet --features cli,half,tracing -- -D warnings
 # The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine) and,
 # without a GPU, say so in one line.
 cargo build --quiet --features cudarc-nccl --examples
 cargo test --quiet --features cudarc-nccl --test examples_without_gpu
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet --features tracing
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"

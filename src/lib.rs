@@ -46,12 +46,33 @@
 //! assert_eq!(out, LDiv { quot: 9, rem: 2 });
 //! # Ok::<(), nccl_trampoline::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! None is on by default; the README's table gives each one's dependencies and Rust version.
+//!
+//! - `half`: `half::f16` and `half::bf16` as NCCL element types.
+//! - `cudarc`: cudarc's slices and streams as the safe collectives' buffers and streams.
+//! - `cli`: the `nccl-trampoline` command (`doctor`, `selftest`, `perf`).
+//! - `cudarc-nccl`: cudarc's own NCCL module, for a comparison program.
+//! - `bench`: the call-overhead benchmark's points of comparison.
+//! - `tracing`: [`tracing`](https://docs.rs/tracing) events for operators, with a target per
+//!   layer (`nccl_trampoline::nccl`, `::launch`, `::plugin`): library loads (and candidates
+//!   refused), creations (begun, done, failed, given up at a deadline or dropped, and what became
+//!   of the handle: aborted by the creation's thread, or its slots leaked), aborts (who asked,
+//!   pending, done, timed out), revokes, finalize and destroy past their deadlines, the watchdog's
+//!   start and report, each rendezvous step and the launcher's world, and a hosted plugin's log
+//!   lines. No hot path emits one (a collective's enqueue, a typed call, the watchdog's event
+//!   record), and no event carries the unique id or anything made from it (its fingerprint
+//!   included), the rendezvous key or secret, the job id or an encryption key. Without the
+//!   feature nothing is compiled in. The README's "Logging" lists every event and its fields.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod ctype;
 mod time;
+mod trace;
 pub mod abi;
 pub mod cuda;
 pub mod engine;

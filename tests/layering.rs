@@ -20,6 +20,7 @@ use std::path::Path;
 const LAYERS: &[(&str, u32)] = &[
     ("ctype", 0),
     ("time", 0),
+    ("trace", 0),
     ("abi", 1),
     ("engine", 2),
     ("foreign", 3),

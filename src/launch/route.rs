@@ -14,6 +14,7 @@ use crate::launch::world::{vars, World};
 use crate::launch::rendezvous::{self, RendezvousKey};
 use crate::nccl::{CommOptions, Communicator, Nccl, UniqueId};
 use crate::time::Deadline;
+use crate::trace::trace_event;
 
 /// How far before this process read its world a rendezvous file may have been published and
 /// still be taken: ranks of one job start at different times, but not this far apart.
@@ -217,6 +218,16 @@ impl World {
         timeout: Duration,
     ) -> Result<(UniqueId, Cleanup), Error> {
         let left = || deadline.left().unwrap_or(Duration::MAX);
+        // NCCL_COMM_ID's address is not shown: with it, the id is the constant magic and that address.
+        trace_event!(launch, INFO, "launch.route", route = route.name(), rank = self.rank(), size = self.size(),
+            root = self.is_root(),
+            bind = match route { IdRoute::Tcp { bind, .. } => Some(bind.to_string()), _ => None },
+            to = match route {
+                IdRoute::Tcp { host, port, .. } => Some(format!("{host}:{port}")),
+                IdRoute::File(path) => Some(path.display().to_string()),
+                _ => None,
+            },
+            timeout_ms = crate::trace::ms(timeout), "the unique id travels along this route");
         match route {
             IdRoute::Local => {
                 if self.size() != 1 {

@@ -11,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::nccl::{UniqueId, UNIQUE_ID_BYTES};
 
 use super::*;
+use crate::trace::trace_event;
 
 #[cfg(unix)]
 pub(super) fn unix_nanos(t: SystemTime) -> u64 {
@@ -75,6 +76,8 @@ pub fn publish_file(path: &Path, id: &UniqueId, key: &RendezvousKey) -> Result<(
         source,
     })?;
     guard.path = None;
+    trace_event!(launch, INFO, "rendezvous.file_published", path = %path.display(),
+        "the unique id was published in the rendezvous file");
     Ok(())
 }
 
@@ -84,7 +87,10 @@ pub fn publish_file(path: &Path, id: &UniqueId, key: &RendezvousKey) -> Result<(
 pub fn remove_file(path: &Path, id: &UniqueId, key: &RendezvousKey) -> Result<(), Error> {
     match read_checked(path)? {
         Some(m) if parse_file(&m, key).is_some_and(|(got, _)| &got == id) => {
-            std::fs::remove_file(path).map_err(io_err("cannot remove the rendezvous file"))
+            std::fs::remove_file(path).map_err(io_err("cannot remove the rendezvous file"))?;
+            trace_event!(launch, DEBUG, "rendezvous.file_removed", path = %path.display(),
+                "the rendezvous file was removed");
+            Ok(())
         }
         _ => Ok(()),
     }
@@ -111,7 +117,11 @@ pub(super) fn parse_file(m: &[u8], key: &RendezvousKey) -> Option<(UniqueId, Sys
 #[cfg(unix)]
 pub(super) fn read_checked(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let refuse = |reason: String| Error::File { path: path.to_path_buf(), reason };
+    let refuse = |reason: String| {
+        trace_event!(launch, WARN, "rendezvous.file_refused", path = %path.display(), reason = %reason,
+            "the rendezvous file is refused");
+        Error::File { path: path.to_path_buf(), reason }
+    };
     // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
     let f = match std::fs::OpenOptions::new()
         .read(true)
@@ -187,12 +197,20 @@ pub fn wait_file(
     loop {
         if let Some(m) = read_checked(path)? {
             match parse_file(&m, key) {
-                Some((id, at)) if at >= not_before => return Ok(id),
+                Some((id, at)) if at >= not_before => {
+                    trace_event!(launch, INFO, "rendezvous.file_read", path = %path.display(),
+                        waited_ms = crate::trace::ms(deadline.waited()),
+                        "the unique id was read from the rendezvous file");
+                    return Ok(id);
+                }
                 Some(_) => seen = "a file older than the job",
                 None => seen = "a file of another job or format",
             }
         }
         if deadline.passed() {
+            trace_event!(launch, WARN, "rendezvous.file_timed_out", path = %path.display(), seen,
+                waited_ms = crate::trace::ms(deadline.waited()),
+                "no unique id in the rendezvous file before the deadline");
             return Err(Error::Protocol {
                 what: "no unique id in the rendezvous file before the deadline",
                 detail: format!("{} after {:?}: {seen}", path.display(), timeout),

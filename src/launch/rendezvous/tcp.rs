@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::nccl::{UniqueId, UNIQUE_ID_BYTES};
 
 use super::*;
+use crate::trace::trace_event;
 
 /// What the root's [`TcpRoot::serve`] saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -115,18 +116,28 @@ impl TcpRoot {
         }
         let deadline = Deadline::within(timeout);
         let want = (ranks.end - ranks.start) as usize;
+        trace_event!(launch, INFO, "rendezvous.listening",
+            address = %self.local_addr().map_or_else(|e| e.to_string(), |a| a.to_string()), ranks = want,
+            first_rank = ranks.start, timeout = %crate::trace::limit(deadline.limit()),
+            "the rendezvous root serves the unique id");
         let mut served = BTreeSet::new();
         let mut report = ServeReport::default();
         let mut conns: Vec<Conn> = Vec::new();
         let mut pause = Duration::from_micros(200);
         while served.len() < want {
             if deadline.passed() {
-                return Err(Error::MissingRanks { waited: timeout, missing: missing_ranks(&ranks, &served) });
+                let err = Error::MissingRanks { waited: timeout, missing: missing_ranks(&ranks, &served) };
+                trace_event!(launch, ERROR, "rendezvous.missing_ranks", served = served.len(), refused = report.refused,
+                    wrong_rank = report.wrong_rank, dropped = report.dropped, error = %err,
+                    "the rendezvous root's deadline passed before every rank had the unique id");
+                return Err(err);
             }
             let mut progress = false;
             loop {
                 match self.listener.accept() {
                     Ok((stream, _)) => {
+                        trace_event!(launch, TRACE, "rendezvous.accepted", peer = ?stream.peer_addr().ok(),
+                            "a connection to the rendezvous root");
                         progress = true;
                         if stream.set_nonblocking(true).is_err() {
                             bump(&mut report.dropped);
@@ -169,6 +180,8 @@ impl TcpRoot {
                         progress = true;
                         let c = conns.swap_remove(i);
                         if c.served {
+                            trace_event!(launch, DEBUG, "rendezvous.rank_served", rank = c.rank,
+                                "a rank acknowledged the unique id");
                             served.insert(c.rank);
                             bump(&mut report.served);
                         }
@@ -186,6 +199,9 @@ impl TcpRoot {
         }
         // Duplicates of a served rank were counted once.
         report.served = served.len() as u32;
+        trace_event!(launch, INFO, "rendezvous.served", served = report.served, refused = report.refused,
+            wrong_rank = report.wrong_rank, dropped = report.dropped, took_ms = crate::trace::ms(deadline.waited()),
+            "every rank has the unique id");
         Ok(report)
     }
 }
@@ -322,6 +338,8 @@ impl<S: Read + Write> Conn<S> {
                     self.client_nonce.copy_from_slice(&self.input[8..8 + NONCE]);
                     self.rank = u32::from_be_bytes(self.input[8 + NONCE..HELLO].try_into().expect("4 bytes"));
                     if !ranks.contains(&self.rank) {
+                        trace_event!(launch, WARN, "rendezvous.wrong_rank", rank = self.rank,
+                            "a connection asked for a rank the root does not serve");
                         bump(&mut report.wrong_rank);
                         self.send(Stage::WriteRefusal, &[WRONG_RANK]);
                         continue;
@@ -345,6 +363,8 @@ impl<S: Read + Write> Conn<S> {
                     let rank = self.rank.to_be_bytes();
                     let proof = self.input;
                     if !key.verify(b"client", &[&self.client_nonce, &self.root_nonce, &rank], &proof[..TAG]) {
+                        trace_event!(launch, WARN, "rendezvous.denied", rank = self.rank,
+                            "a connection failed to prove the job's key: denied");
                         bump(&mut report.refused);
                         self.send(Stage::WriteRefusal, &[DENIED]);
                         continue;
@@ -519,30 +539,57 @@ pub fn fetch_tcp(root: SocketAddr, key: &RendezvousKey, rank: u32, timeout: Dura
         return Err(Error::InvalidRank { rank });
     }
     let deadline = Deadline::within(timeout);
+    trace_event!(launch, INFO, "rendezvous.fetching", root = %root, rank,
+        timeout = %crate::trace::limit(deadline.limit()),
+        "fetching the unique id from the rendezvous root");
     let mut last: Option<Error> = None;
     loop {
         let left = deadline.left();
         if left.is_some_and(|l| l.is_zero()) {
-            return Err(match last {
+            let err = match last {
                 Some(e) => Error::LastFailure { last: Box::new(e) },
                 None => timed_out(&deadline),
-            });
+            };
+            trace_event!(launch, WARN, "rendezvous.fetch_timed_out", root = %root, rank,
+                waited_ms = crate::trace::ms(deadline.waited()), error = %err, "no unique id before the deadline");
+            return Err(err);
         }
         let connect_for = left.unwrap_or(CONNECT_ATTEMPT).min(CONNECT_ATTEMPT);
         match TcpStream::connect_timeout(&root, connect_for) {
             Ok(mut stream) => {
                 let _ = stream.set_nodelay(true);
                 match attempt(&mut stream, key, rank, &deadline) {
-                    Ok(id) => return Ok(id),
-                    Err(Attempt::Fail(e)) => return Err(e),
-                    Err(Attempt::Retry(e)) => last = Some(e),
+                    Ok(id) => {
+                        trace_event!(launch, INFO, "rendezvous.fetched", root = %root, rank,
+                            took_ms = crate::trace::ms(deadline.waited()), "this rank has the unique id");
+                        return Ok(id);
+                    }
+                    Err(Attempt::Fail(e)) => {
+                        trace_event!(launch, WARN, "rendezvous.fetch_failed", root = %root, rank, error = %e,
+                            "fetching the unique id failed");
+                        return Err(e);
+                    }
+                    Err(Attempt::Retry(e)) => {
+                        trace_event!(launch, DEBUG, "rendezvous.retry", root = %root, rank, error = %e,
+                            "an exchange with the rendezvous root failed; retrying");
+                        last = Some(e)
+                    }
                 }
             }
             // Not listening yet: the usual case while the root starts.
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => last = None,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                trace_event!(launch, TRACE, "rendezvous.connect_refused", root = %root, rank,
+                    "the rendezvous root is not listening yet; retrying");
+                last = None
+            }
             // Unreachable, timed out, reset: the root's host may still be coming up; the
             // last such failure is reported if the deadline passes.
-            Err(e) => last = Some(io_err("cannot connect to the rendezvous root")(e)),
+            Err(e) => {
+                let e = io_err("cannot connect to the rendezvous root")(e);
+                trace_event!(launch, DEBUG, "rendezvous.connect_failed", root = %root, rank, error = %e,
+                    "cannot connect to the rendezvous root; retrying");
+                last = Some(e)
+            }
         }
         std::thread::sleep(RETRY.min(deadline.left().unwrap_or(RETRY)));
     }

@@ -40,6 +40,7 @@ pub mod vars;
 use std::time::SystemTime;
 
 use crate::launch::error::Error;
+use crate::trace::trace_event;
 
 pub use launcher::Launcher;
 
@@ -97,7 +98,7 @@ impl World {
         let Found { root_host, reserved_port, job, .. } = found;
         let (root_host, port) = root::resolve(&r, root_host, reserved_port)?;
         let secret = (get)(vars::SECRET).filter(|s| !s.is_empty()).map(|s| Secret(s.into_bytes()));
-        Ok(World {
+        let world = World {
             rank,
             size,
             local_rank,
@@ -112,7 +113,20 @@ impl World {
             id_file: r.raw(vars::ID_FILE),
             nccl_comm_id: r.raw("NCCL_COMM_ID"),
             found_at: SystemTime::now(),
-        })
+        };
+        // Never the job's identity (the rendezvous key comes from it when no secret is set) nor
+        // the secret: only where the key comes from.
+        trace_event!(launch, INFO, "launch.world", launcher = %world.launcher, rank = world.rank, size = world.size,
+            local_rank = world.local_rank, local_size = world.local_size, root_host = world.root_host.as_deref(),
+            port = world.port,
+            key = match (&world.secret, &world.job) {
+                (Some(_), _) => "secret",
+                (None, Some(_)) => "job id",
+                (None, None) => "none",
+            },
+            route = %world.id_route().map_or_else(|e| format!("none ({e})"), |r| r.name().to_string()),
+            "the launcher's world was read");
+        Ok(world)
     }
 
     /// A single-process world (rank 0 of 1), whatever the environment says.

@@ -18,6 +18,7 @@ use crate::nccl::comm::shared::{Allow, RankInfo};
 use crate::nccl::types::state::{Cause, CommState, Timeouts, WatchdogReport};
 use crate::time::Deadline;
 use crate::nccl::types::enums::NcclResult;
+use crate::trace::trace_event;
 
 /// A handle that aborts a communicator from any thread: `Send + Sync`, cheap to clone.
 ///
@@ -46,6 +47,8 @@ impl AbortHandle {
     /// `ncclCommAbort`, now or (see the type's docs) when the blocking call in progress
     /// returns. Aborting an aborted or destroyed communicator does nothing.
     pub fn abort(&self) -> Result<(), Error> {
+        trace_event!(nccl, WARN, "abort.requested", by = "abort handle", rank = self.shared.info.get().map(|i| i.rank),
+            cause = %Cause::Requested, state = %self.shared.state(), "an abort was requested through an abort handle");
         self.shared.request_abort(Cause::Requested)
     }
 
@@ -190,6 +193,8 @@ impl Communicator {
     /// `ncclCommAbort` (2.4): tears the communicator down without waiting for peers. Run it on
     /// every rank of a node whose communicator failed.
     pub fn abort(self) -> Result<(), Error> {
+        trace_event!(nccl, WARN, "abort.requested", by = "caller", rank = self.shared.info.get().map(|i| i.rank),
+            cause = %Cause::Requested, state = %self.shared.state(), "Communicator::abort");
         self.shared.request_abort(Cause::Requested)
     }
 
@@ -207,6 +212,8 @@ impl Communicator {
             guard.set(CommState::Revoked);
         }
         drop(guard);
+        trace_event!(nccl, INFO, "comm.revoked", rank = self.shared.info.get().map(|i| i.rank), result = ?r,
+            nonblocking = self.shared.is_nonblocking(), "ncclCommRevoke returned");
         if let Some(w) = self.shared.watchdog.get() {
             w.stop();
         }
@@ -238,7 +245,12 @@ impl Communicator {
             return Err(Error::WatchdogRunning);
         }
         let watched: Weak<dyn Watched> = Arc::downgrade(&self.shared) as Weak<dyn Watched>;
-        dog.spawn(watched)
+        dog.spawn(watched)?;
+        trace_event!(nccl, INFO, "watchdog.started", rank = self.shared.info.get().map(|i| i.rank),
+            nranks = self.shared.info.get().map(|i| i.nranks), device = self.shared.info.get().map(|i| i.device),
+            timeout_ms = crate::trace::ms(config.timeout),
+            poll_ms = crate::trace::ms(config.poll), action = ?config.action, "a communicator's watchdog started");
+        Ok(())
     }
 
     /// What the watchdog acted on, once it did.

@@ -21,6 +21,7 @@ use crate::nccl::types::state::{Cause, CommState, Timeouts};
 use crate::time::Deadline;
 use crate::nccl::types::enums::NcclResult;
 use crate::nccl::comm::watchdog::{Watchdog, Watched};
+use crate::trace::trace_event;
 
 mod teardown;
 
@@ -378,12 +379,20 @@ impl Shared {
                 // The call that started NCCL's job is still inside NCCL: the abort runs on its
                 // thread the moment it returns.
                 if home.thread.hand(Box::new(move || drop(abort(cause)))) {
+                    trace_event!(nccl, WARN, "abort.pending", rank = self.info.get().map(|i| i.rank),
+                        waiting_for = "the creating call",
+                        "an abort waits for the call that is making the communicator");
                     return Err(Error::AbortPending);
                 }
             } else {
                 match home.thread.run(deadline, move || abort(cause)) {
                     Some(r) => return r,
-                    None if deadline.passed() => return Err(Error::AbortPending),
+                    None if deadline.passed() => {
+                        trace_event!(nccl, WARN, "abort.pending", rank = self.info.get().map(|i| i.rank),
+                            waiting_for = "the creation's thread", waited_ms = crate::trace::ms(deadline.waited()),
+                            "an abort waits for the thread of the creation it belongs to");
+                        return Err(Error::AbortPending);
+                    }
                     // The home thread has ended: its job is over, abort here.
                     None => {}
                 }
@@ -406,7 +415,12 @@ impl Shared {
                 // (AbortPending) comes a moment later.
                 match call.wait(deadline.later(QUERY_GRACE), &|| false, abandon) {
                     Some(r) => r,
-                    None => Err(Error::Timeout { operation, waited: deadline.waited() }),
+                    None => {
+                        trace_event!(nccl, ERROR, "abort.timed_out", rank = self.info.get().map(|i| i.rank),
+                            waited_ms = crate::trace::ms(deadline.waited()),
+                            "ncclCommAbort did not return in time: the communicator is lost, left to that thread");
+                        Err(Error::Timeout { operation, waited: deadline.waited() })
+                    }
                 }
             }
             Err(_) => self.abort_here(deadline),
@@ -441,6 +455,9 @@ impl Shared {
                 Err(TryLockError::WouldBlock) => {}
             }
             if deadline.passed() || self.lost.load(Ordering::Acquire) {
+                trace_event!(nccl, WARN, "abort.pending", rank = self.info.get().map(|i| i.rank),
+                    waiting_for = "an NCCL call on the communicator", waited_ms = crate::trace::ms(deadline.waited()),
+                    "an abort waits for the blocking NCCL call that holds the communicator; it runs when that returns");
                 return Err(Error::AbortPending);
             }
             backoff.pause(deadline.left());
@@ -468,6 +485,8 @@ impl Shared {
         // SAFETY: this communicator's handle, under its call lock, given to NCCL's abort once
         // (`released` says so from now on).
         let r = unsafe { self.nccl.functions().comm_abort.call(&self.nccl, (comm,)) };
+        trace_event!(nccl, INFO, "abort.done", rank = self.info.get().map(|i| i.rank), state = %self.state(),
+            result = ?r, "ncclCommAbort returned");
         match r? {
             r if r.is_success() => Ok(()),
             r => Err(self.nccl.failure(Sym::CommAbort, r, core::ptr::null_mut())),
@@ -511,6 +530,8 @@ impl Watched for Shared {
     }
 
     fn abort(self: Arc<Self>, cause: Cause) {
+        trace_event!(nccl, WARN, "abort.requested", by = "watchdog", rank = self.info.get().map(|i| i.rank),
+            cause = %cause, "the watchdog aborts the communicator");
         // A blocking NCCL call holding the lock makes this pending: it runs when that call
         // returns.
         let _ = self.request_abort(cause);

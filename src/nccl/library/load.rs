@@ -25,6 +25,7 @@ use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::{info, since, unsupported, Function, Functions, LibraryVersion, Sym, SYMBOLS, SYMBOL_COUNT};
 use crate::nccl::types::enums::NcclResult;
 use crate::nccl::types::version::{Flavor, Version};
+use crate::trace::trace_event;
 
 /// What [`Nccl::discover`] found.
 #[derive(Debug)]
@@ -119,8 +120,12 @@ impl Nccl {
     pub fn load_from(path: impl AsRef<Path>) -> Result<Nccl, Error> {
         Self::native_target()?;
         let path = path.as_ref();
-        Self::open(&Candidate { source: Source::Explicit, path: path.to_path_buf() })
-            .map_err(|r| r.into_error(path, None))
+        Self::open(&Candidate { source: Source::Explicit, path: path.to_path_buf() }).map_err(|r| {
+            let e = r.into_error(path, None);
+            trace_event!(nccl, DEBUG, "library.refused", path = %path.display(), source = %Source::Explicit,
+                reason = %e, "NCCL library refused");
+            e
+        })
     }
 
     /// The candidates of the discovery order, in order (without an explicit path). The first
@@ -147,9 +152,14 @@ impl Nccl {
                 }
                 // An explicit request is never passed over for the next candidate.
                 Err(r) if c.source == Source::Environment => {
-                    return failed(r.into_error(&c.path, Some(LIBRARY_ENV)));
+                    let e = r.into_error(&c.path, Some(LIBRARY_ENV));
+                    trace_event!(nccl, DEBUG, "library.refused", path = %c.path.display(), source = %c.source,
+                        reason = %e, "NCCL library refused");
+                    return failed(e);
                 }
                 Err(Rejection::Unusable(reason)) => {
+                    trace_event!(nccl, DEBUG, "library.refused", path = %c.path.display(), source = %c.source,
+                        reason = %reason, "NCCL library candidate refused");
                     let label = format!("({}): {reason}", c.source);
                     match tried.last_mut() {
                         // Candidates of one source that failed alike share an entry.
@@ -222,6 +232,8 @@ impl Nccl {
                 "ncclGetVersion returned {code}, which is no NCCL 2 version (2.0.0 to 2.8.99 are 2000 to 2899, 2.9.0 to 2.99.99 are 20900 to 29999)"
             ))
         })?;
+        trace_event!(nccl, INFO, "library.loaded", path = %library.path.display(), version = %library.version,
+            flavor = %library.flavor, source = %c.source, requested = %c.path.display(), "NCCL library loaded");
         Ok(Nccl { lib: Arc::new(library) })
     }
 

@@ -12,6 +12,7 @@ use crate::ctype::types::{Signature, Type};
 use crate::plugin::common::{DebugLogger, LogLevel};
 use crate::plugin::error::PluginError;
 use crate::plugin::host::printf::{self, read_string};
+use crate::trace::trace_event;
 
 /// One line a plugin logged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +88,11 @@ impl Logger {
             if echo {
                 eprintln!("plugin: {entry}");
             }
+            // The plugin's own words, as it logged them (NCCL hands a plugin no unique id).
+            trace_event!(plugin, level = crate::trace::nccl_log_level(entry.level.0), "plugin.log",
+                nccl_level = entry.level.name().unwrap_or("unknown"), level_code = entry.level.0,
+                subsystem = %crate::trace::nccl_subsystems(entry.flags), flags = entry.flags, file = %entry.file,
+                line = entry.line, malformed = !entry.faults.is_empty(), "{}", entry.text);
             if let Ok(mut lines) = kept.lock() {
                 if lines.len() < MAX_LINES {
                     lines.push(entry);

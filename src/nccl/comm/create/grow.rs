@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::nccl::comm::communicator::Communicator;
 use crate::nccl::comm::create::pending::Pending;
-use crate::nccl::comm::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::comm::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Origin, Slots};
 use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::grouped::refuse_in_group;
@@ -65,7 +65,7 @@ impl Communicator {
         let mut ids = ids.to_vec();
         Pending::start(
             nccl,
-            Sym::CommInitRankScalable,
+            Origin::new(Sym::CommInitRankScalable, "init_scalable", nranks, Some(rank)),
             Slots::new(1),
             vec![new_child(nccl, nonblocking, timeouts)],
             Vec::new(),
@@ -129,7 +129,8 @@ impl Communicator {
         let (child, timeouts, mut args) = self.child_of(options)?;
         let parent = Arc::clone(&self.shared);
         let id = id.cloned();
-        Pending::start(&nccl, Sym::CommGrow, Slots::new(1), vec![child], Vec::new(), timeouts, move |nccl, slots| {
+        let origin = Origin::new(Sym::CommGrow, "grow", nranks, self.shared.info.get().map(|i| i.rank));
+        Pending::start(&nccl, origin, Slots::new(1), vec![child], Vec::new(), timeouts, move |nccl, slots| {
             let mut guard = parent.enter("ncclCommGrow", Allow::Ready)?;
             let (comm, out, cfg) = (parent.handle(), slots.out(0), args.config_ptr());
             let id_ptr = id.as_ref().map_or(core::ptr::null(), |i| i as *const UniqueId);
@@ -175,7 +176,8 @@ impl Communicator {
         let mut args = CallArgs { config: options.config.as_ref().map(|c| c.encode(nccl.version())).transpose()? };
         let id = id.clone();
         let child: Arc<Shared> = new_child(nccl, nonblocking, timeouts);
-        Pending::start(nccl, Sym::CommGrow, Slots::new(1), vec![child], Vec::new(), timeouts, move |nccl, slots| {
+        let origin = Origin::new(Sym::CommGrow, "join_grow", nranks, Some(rank));
+        Pending::start(nccl, origin, Slots::new(1), vec![child], Vec::new(), timeouts, move |nccl, slots| {
             let (out, cfg, id_ptr) = (slots.out(0), args.config_ptr(), &id as *const UniqueId);
             // SAFETY: no communicator (a new rank); `id_ptr` and `cfg` owned by this closure for
             // the whole call; `out` an owned slot.

@@ -6,7 +6,7 @@ use crate::engine::typed::ValueAt;
 use crate::nccl::comm::communicator::Communicator;
 use crate::nccl::types::config::Config;
 use crate::nccl::comm::create::pending::Pending;
-use crate::nccl::comm::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::comm::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Origin, Slots};
 use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::grouped::refuse_in_group;
@@ -73,7 +73,7 @@ impl Communicator {
         }
         Pending::start(
             nccl,
-            op,
+            Origin::new(op, "init", nranks, Some(rank)),
             Slots::new(1),
             vec![new_child(nccl, nonblocking, timeouts)],
             Vec::new(),
@@ -122,7 +122,7 @@ impl Communicator {
         let devices = devices.to_vec();
         let mut pending = Pending::start(
             nccl,
-            Sym::CommInitAll,
+            Origin::new(Sym::CommInitAll, "init_all", n, None),
             Slots::new(devices.len()),
             children,
             Vec::new(),

@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::nccl::types::config::{Config, ConfigBuffer};
+use crate::nccl::library::functions::Sym;
 use crate::nccl::types::error::Error;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::shared::Shared;
@@ -105,6 +106,30 @@ pub(crate) fn predicted_nonblocking(version: Version, config_blocking: Option<bo
         Some(0) => true,
         Some(1) => false,
         _ => config_blocking == Some(false),
+    }
+}
+
+/// What a creation is, for its `Debug` form and its events: the NCCL function, the facade's
+/// (`init`, `split`, ...) and the ranks as known when it starts (an init's own; the parent's for a split,
+/// shrink or grow, whose new count is NCCL's to tell; the devices of `init_all`, which has no one
+/// rank).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Origin {
+    pub(super) op: Sym,
+    pub(super) function: &'static str,
+    pub(super) nranks: i32,
+    pub(super) rank: Option<i32>,
+}
+
+impl Origin {
+    pub(super) fn new(op: Sym, function: &'static str, nranks: i32, rank: Option<i32>) -> Self {
+        Origin { op, function, nranks, rank }
+    }
+
+    /// A creation from `parent`: its count and rank (none for a parent not yet made).
+    pub(super) fn from_parent(op: Sym, function: &'static str, parent: &Shared) -> Self {
+        let info = parent.info.get();
+        Origin { op, function, nranks: info.map_or(0, |i| i.nranks), rank: info.map(|i| i.rank) }
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 use crate::time::Backoff;
 use crate::nccl::comm::bounded::{spawn_bounded, BoundedCall, CallThread, Exit};
 use crate::nccl::comm::communicator::{AbortHandle, Communicator};
-use crate::nccl::comm::create::Slots;
+use crate::nccl::comm::create::{Origin, Slots};
 use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::{Function, Sym};
 use crate::nccl::library::load::Nccl;
@@ -33,6 +33,7 @@ use crate::nccl::types::state::{Cause, CommState, Timeouts};
 use crate::time::Deadline;
 use crate::nccl::types::enums::NcclResult;
 use crate::nccl::types::version::Version;
+use crate::trace::trace_event;
 
 /// What the creating call returned, from its thread.
 pub(super) type CallResult = Result<NcclResult, Error>;
@@ -52,6 +53,7 @@ enum Stage {
 struct Creation {
     nccl: Nccl,
     op: Sym,
+    origin: Origin,
     slots: Arc<Slots>,
     /// One per slot: the communicators being made, in state `Creating`.
     children: Vec<Arc<Shared>>,
@@ -151,10 +153,23 @@ impl Creation {
         let over_and_stored = job_over && (!self.parents.is_empty() || self.nccl.version() >= Version::new(2, 18, 0));
         if background && !job_joined && !over_and_stored {
             // NCCL may still store a handle: the slots stay allocated for good.
+            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function,
+                operation = Nccl::name(self.op), what = "slots", slots = self.slots.0.len(),
+                "a creation given up: NCCL may still store a handle, its slots stay allocated for good");
             core::mem::forget(Arc::clone(&self.slots));
         }
         let storage_free = !background || job_joined || self.nccl.version() >= Version::new(2, 27, 0);
         let exit = if storage_free { Exit::AfterWork } else { Exit::Never };
+        if exit == Exit::Never {
+            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function,
+                operation = Nccl::name(self.op), what = "thread",
+                "a creation given up: NCCL's job lives in its thread's storage, the thread stays for good");
+        }
+        trace_event!(nccl, INFO, "creation.stopped", function = self.origin.function, operation = Nccl::name(self.op),
+            cause = %cause, aborted = self.involved().filter(|c| c.is_released()).count(),
+            never_stored = (0..self.children.len()).filter(|&i| self.slots.get(i).is_null()).count(),
+            parents = self.parents.len(), job_joined, job_over,
+            "what a creation made was aborted on its thread");
         for c in self.involved() {
             c.set_home(None);
         }
@@ -167,6 +182,9 @@ impl Creation {
 
     /// On the creation's thread when a call abandoned by its owner returned: stop everything.
     fn after_abandon(self: &Arc<Self>, r: CallResult) -> Exit {
+        trace_event!(nccl, INFO, "creation.returned_late", function = self.origin.function,
+            operation = Nccl::name(self.op), result = ?r,
+            "an abandoned creating call returned: its thread aborts what it made");
         self.returned(&r);
         let cause = self.state().abandoned.clone().unwrap_or(Cause::Requested);
         // The owner marked the parents lost; their call (ours) has returned: abort them.
@@ -262,6 +280,9 @@ impl core::fmt::Debug for Pending<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Pending")
             .field("operation", &Nccl::name(self.creation.op))
+            .field("function", &self.creation.origin.function)
+            .field("nranks", &self.creation.origin.nranks)
+            .field("rank", &self.creation.origin.rank)
             .field("children", &self.creation.children.len())
             .finish()
     }
@@ -271,13 +292,14 @@ impl<'p> Pending<'p> {
     /// Starts `call` (which gets the slots) on its own thread. `context` is current there.
     pub(super) fn start(
         nccl: &Nccl,
-        op: Sym,
+        origin: Origin,
         slots: Arc<Slots>,
         children: Vec<Arc<Shared>>,
         parents: Vec<Arc<Shared>>,
         timeouts: Timeouts,
         call: impl FnOnce(&Nccl, &Slots) -> CallResult + Send + 'static,
     ) -> Result<Self, Error> {
+        let op = origin.op;
         if timeouts.create == Some(Duration::ZERO) {
             return Err(Error::ZeroTimeout { operation: Nccl::name(op) });
         }
@@ -286,6 +308,7 @@ impl<'p> Pending<'p> {
         let creation = Arc::new(Creation {
             nccl: nccl.clone(),
             op,
+            origin,
             slots,
             children,
             parents,
@@ -326,6 +349,12 @@ impl<'p> Pending<'p> {
         for c in creation.involved() {
             c.set_home(Some(home.clone()));
         }
+        trace_event!(nccl, INFO, "creation.begun", function = origin.function, operation = Nccl::name(op),
+            nranks = origin.nranks, rank = origin.rank, communicators = creation.children.len(),
+            nonblocking = creation.children.iter().any(|c| c.is_nonblocking()),
+            create_timeout = %crate::trace::limit(timeouts.create),
+            operation_timeout = %crate::trace::limit(timeouts.operation),
+            teardown_timeout = %crate::trace::limit(timeouts.teardown), "a communicator creation began");
         Ok(Pending { creation, call, deadline, stage: Stage::Calling, _parent: PhantomData })
     }
 
@@ -469,9 +498,20 @@ impl<'p> Pending<'p> {
         };
         for ((i, child), info) in creation.children.iter().enumerate().zip(infos) {
             match info {
-                Some(info) => child.complete(creation.slots.get(i), info),
+                Some(info) => {
+                    trace_event!(nccl, INFO, "creation.done", function = creation.origin.function,
+                        operation = Nccl::name(creation.op), made = true, nranks = info.nranks, rank = info.rank,
+                        device = info.device, nonblocking = child.is_nonblocking(),
+                        took_ms = crate::trace::ms(self.deadline.waited()), "a communicator was made");
+                    child.complete(creation.slots.get(i), info)
+                }
                 // NCCL_SPLIT_NOCOLOR: no child on this rank.
-                None => child.mark(CommState::Destroyed),
+                None => {
+                    trace_event!(nccl, INFO, "creation.done", function = creation.origin.function,
+                        operation = Nccl::name(creation.op), made = false,
+                        took_ms = crate::trace::ms(self.deadline.waited()), "a split left this rank out (no color)");
+                    child.mark(CommState::Destroyed)
+                }
             }
         }
         // NCCL's job is over and was seen so: nothing aborts through this creation any more.
@@ -524,6 +564,17 @@ impl<'p> Pending<'p> {
 
     /// Ends the creation with `err`, which every later step returns.
     fn end(&mut self, err: Error) -> Result<bool, Error> {
+        trace_event!(nccl, WARN, "creation.failed", function = self.creation.origin.function,
+            operation = Nccl::name(self.creation.op), nranks = self.creation.origin.nranks,
+            rank = self.creation.origin.rank,
+            outcome = match &err {
+                Error::Timeout { .. } => "deadline",
+                Error::Unusable { state: CommState::Aborted(_), .. } => "aborted",
+                _ => "error",
+            },
+            left_to_thread = self.creation.state().abandoned.is_some(),
+            waited_ms = crate::trace::ms(self.deadline.waited()), error = %err,
+            "a communicator creation failed or was given up");
         self.stage = Stage::Done(Some(err.clone()));
         Err(err)
     }
@@ -572,11 +623,18 @@ impl Drop for Pending<'_> {
                 };
                 if returned.is_none() {
                     // Abandoned: its thread stops the creation when the call returns.
+                    trace_event!(nccl, INFO, "creation.dropped", function = creation.origin.function,
+                        operation = Nccl::name(creation.op), stage = "calling", left_to_thread = true,
+                        "an unfinished creation was dropped: its call is left to its thread");
                     return;
                 }
             }
             Stage::Polling => {}
         }
+        trace_event!(nccl, INFO, "creation.dropped", function = self.creation.origin.function,
+            operation = Nccl::name(self.creation.op),
+            stage = if matches!(self.stage, Stage::Polling) { "polling" } else { "calling" }, left_to_thread = false,
+            "an unfinished creation was dropped: what NCCL made is aborted");
         self.stop(Cause::Requested, false);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::nccl::comm::communicator::Communicator;
 use crate::nccl::types::config::Config;
 use crate::nccl::comm::create::pending::Pending;
-use crate::nccl::comm::create::{predicted_nonblocking, CallArgs, CommOptions, Slots};
+use crate::nccl::comm::create::{predicted_nonblocking, CallArgs, CommOptions, Origin, Slots};
 use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::grouped::refuse_in_group;
@@ -68,7 +68,7 @@ impl Communicator {
         let parent = Arc::clone(&self.shared);
         Pending::start(
             &nccl,
-            Sym::CommSplit,
+            Origin::from_parent(Sym::CommSplit, "split", &parent),
             Slots::new(1),
             vec![child],
             vec![Arc::clone(&parent)],
@@ -135,7 +135,7 @@ impl Communicator {
         }
         Pending::start(
             &nccl,
-            Sym::CommShrink,
+            Origin::from_parent(Sym::CommShrink, "shrink", &parent),
             Slots::new(1),
             vec![child],
             vec![Arc::clone(&parent)],
@@ -205,7 +205,7 @@ impl Nccl {
         let theirs = parents.clone();
         let mut pending = Pending::start(
             self,
-            Sym::CommSplit,
+            Origin::from_parent(Sym::CommSplit, "split_all", &first.shared),
             Slots::new(parts.len()),
             children,
             parents,

@@ -16,6 +16,7 @@ use crate::nccl::types::state::{Cause, CommState};
 use crate::time::Deadline;
 use crate::nccl::types::enums::NcclResult;
 use crate::nccl::types::version::Version;
+use crate::trace::trace_event;
 
 use super::{CallGuard, Home, Shared};
 
@@ -30,13 +31,17 @@ impl Shared {
             CommState::Ready => {}
             CommState::Aborted(_) | CommState::Destroyed | CommState::Lost(_) => return Ok(()),
             CommState::Creating | CommState::Failed(_) | CommState::Revoked => {
-                return self.request_abort(Cause::Requested)
+                trace_event!(nccl, WARN, "abort.requested", by = "drop", rank = self.info.get().map(|i| i.rank),
+                    cause = %Cause::Requested, state = %self.state(), "a communicator dropped unusable is aborted");
+                return self.request_abort(Cause::Requested);
             }
         }
         // Work still running (known from the watchdog's events) is aborted, not waited for
         // inside NCCL: a kernel spinning on a dead peer never finishes.
         if let Some(w) = self.watchdog.get() {
             if let Err(cause) = w.drain(deadline) {
+                trace_event!(nccl, WARN, "abort.requested", by = "drop", rank = self.info.get().map(|i| i.rank),
+                    cause = %cause, "work outstanding at drop did not finish: the communicator is aborted");
                 return self.request_abort(cause);
             }
             w.stop();
@@ -47,8 +52,20 @@ impl Shared {
         if let Err(e) = self.finalize_within(deadline) {
             return match e {
                 Error::Unusable { .. } => Ok(()),
-                _ if self.lost.load(Ordering::Acquire) => Err(e),
-                _ => self.request_abort(Cause::Timeout { operation: "ncclCommFinalize", waited: deadline.waited() }),
+                _ if self.lost.load(Ordering::Acquire) => {
+                    trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.info.get().map(|i| i.rank),
+                        error = %e, then = "lost",
+                        "finalize at drop did not finish: the communicator is left to its thread");
+                    Err(e)
+                }
+                _ => {
+                    let cause = Cause::Timeout { operation: "ncclCommFinalize", waited: deadline.waited() };
+                    trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.info.get().map(|i| i.rank),
+                        error = %e, then = "abort", "finalize at drop did not finish: the communicator is aborted");
+                    trace_event!(nccl, WARN, "abort.requested", by = "drop", rank = self.info.get().map(|i| i.rank),
+                        cause = %cause, "finalize at drop did not finish: the communicator is aborted");
+                    self.request_abort(cause)
+                }
             };
         }
         self.destroy_within(deadline)
@@ -165,7 +182,12 @@ impl Shared {
         let abandon = || self.abandon(Cause::Timeout { operation, waited: deadline.waited() });
         match call.wait(deadline, &|| self.has_pending_abort.load(Ordering::Acquire), abandon) {
             Some(r) => Ok((r?, call)),
-            None if deadline.passed() => Err(Error::Timeout { operation, waited: deadline.waited() }),
+            None if deadline.passed() => {
+                trace_event!(nccl, WARN, "comm.call_abandoned", operation, rank = self.info.get().map(|i| i.rank),
+                    waited_ms = crate::trace::ms(deadline.waited()),
+                    "a blocking finalize or destroy was still inside NCCL at its deadline: the communicator is lost");
+                Err(Error::Timeout { operation, waited: deadline.waited() })
+            }
             None => Err(Error::Unusable { operation, state: self.state() }),
         }
     }
