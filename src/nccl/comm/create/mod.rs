@@ -20,6 +20,7 @@
 
 mod grow;
 mod init;
+mod creation;
 mod pending;
 mod split;
 
