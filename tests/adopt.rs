@@ -430,3 +430,108 @@ fn nccl_loaded_finds_the_library_of_this_process_and_never_loads_one() {
     assert_eq!(Nccl::loaded_from(&first).unwrap().version().to_string(), "2.32.3");
     drop((theirs, other));
 }
+
+/// `target/<profile>/examples`, beside this test's `target/<profile>/deps`.
+fn examples_dir() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("this test's path");
+    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>").join("examples")
+}
+
+type AllReduce = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_void,
+    *mut c_void,
+    usize,
+    std::ffi::c_int,
+    *mut c_void,
+    *mut std::ffi::c_char,
+    usize,
+) -> std::ffi::c_int;
+type Describe = unsafe extern "C" fn(*mut c_void, *mut std::ffi::c_char, usize) -> std::ffi::c_int;
+
+/// The PyTorch recipe's library (examples/torch_allreduce.rs) as Python's ctypes uses it, on the
+/// stand-in executing the collectives (host memory posing as device memory), in a process of its
+/// own: "torch" loads NCCL and makes the communicator; the recipe adopts it borrowed with the
+/// NCCL it finds loaded, all-reduces (out of place and in place, two types), describes it,
+/// refuses a null handle in words, and leaves the communicator to its owner.
+#[test]
+fn the_torch_recipe_library_all_reduces_on_a_communicator_it_does_not_own() {
+    const RECIPE: &str = "NCCL_TRAMPOLINE_ADOPT_RECIPE";
+    let recipe = examples_dir().join("libtorch_allreduce.so");
+    let Some(standin) = std::env::var_os(RECIPE).map(std::path::PathBuf::from) else {
+        assert!(
+            recipe.is_file(),
+            "{} is not built: run `cargo build --example torch_allreduce` first (cargo test and scripts/test.sh build the examples)",
+            recipe.display()
+        );
+        let standin = fake_nccl(23203);
+        let out = common::rerun_self(
+            "the_torch_recipe_library_all_reduces_on_a_communicator_it_does_not_own",
+            &[(RECIPE, standin.to_str().unwrap()), ("FAKE_NCCL_EXECUTE", "1")],
+        );
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains("1 passed"), "the child failed:\n{text}");
+        return;
+    };
+    // SAFETY: the stand-in built by the parent; trivial initialisers.
+    let torch_nccl = unsafe { libloading::Library::new(&standin) }.unwrap();
+    let log = Log::open_path(&standin);
+    let raw = made_elsewhere(&log, 1);
+    // SAFETY: the example built by cargo; its initialisers are Rust's.
+    let lib = unsafe { libloading::Library::new(&recipe) }.unwrap();
+    // SAFETY: the exported functions' prototypes (examples/torch_allreduce.rs).
+    let (all_reduce, describe) = unsafe {
+        (*lib.get::<AllReduce>(b"nt_torch_all_reduce").unwrap(), *lib.get::<Describe>(b"nt_torch_describe").unwrap())
+    };
+    let mut err = [0 as std::ffi::c_char; 256];
+    let text = |buf: &[std::ffi::c_char]| {
+        // SAFETY: the library NUL-terminates what it writes.
+        unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+    };
+
+    let send: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+    let mut recv = vec![0f32; 1000];
+    // SAFETY: host memory the stand-in reads and writes; the null stream; a 256-byte buffer.
+    let r = unsafe {
+        all_reduce(
+            raw,
+            send.as_ptr().cast(),
+            recv.as_mut_ptr().cast(),
+            1000,
+            7,
+            std::ptr::null_mut(),
+            err.as_mut_ptr(),
+            256,
+        )
+    };
+    assert_eq!(r, 0, "{}", text(&err));
+    assert_eq!(recv, send, "one rank's sum is its own data");
+    let mut both: Vec<f64> = (0..17).map(f64::from).collect();
+    let p = both.as_mut_ptr().cast::<c_void>();
+    // SAFETY: as above, in place.
+    let r = unsafe { all_reduce(raw, p, p, 17, 8, std::ptr::null_mut(), err.as_mut_ptr(), 256) };
+    assert_eq!(r, 0, "{}", text(&err));
+    assert_eq!(both, (0..17).map(f64::from).collect::<Vec<_>>());
+
+    // SAFETY: as above.
+    assert_eq!(unsafe { describe(raw, err.as_mut_ptr(), 256) }, 0, "{}", text(&err));
+    let described = text(&err);
+    assert!(
+        described.starts_with("NCCL 2.32.3 at ") && described.ends_with(": rank 0 of 1 on device 0, ready, blocking"),
+        "{described}"
+    );
+
+    // SAFETY: a null handle is refused before any use.
+    let r = unsafe { all_reduce(std::ptr::null_mut(), p, p, 17, 8, std::ptr::null_mut(), err.as_mut_ptr(), 256) };
+    assert_eq!((r, text(&err)), (1, "Communicator::from_raw: the ncclComm_t is null".to_string()));
+    // A message cut to the buffer given, NUL-terminated.
+    // SAFETY: as above, 8 bytes.
+    let r = unsafe { all_reduce(std::ptr::null_mut(), p, p, 17, 8, std::ptr::null_mut(), err.as_mut_ptr(), 8) };
+    assert_eq!((r, text(&err)), (1, "Communi".to_string()));
+
+    // The owner's communicator is still there, and its destroy succeeds.
+    assert_eq!(log.live_comms(), 1);
+    owner_ends(&log, "ncclCommDestroy", raw);
+    assert_eq!((log.live_comms(), log.violations()), (0, 0));
+    drop((lib, torch_nccl));
+}
