@@ -22,12 +22,14 @@ use crate::time::Deadline;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WatchdogAction {
     /// `ncclCommAbort`: the spinning kernels exit, waits on the stream end, every later call
-    /// returns [`Error::Unusable`]. The default.
+    /// returns [`Error::Unusable`]. The default; refused on a borrowed communicator
+    /// ([`Ownership::Borrowed`](crate::nccl::Ownership::Borrowed)), which only its owner ends.
     Abort,
     /// Mark the communicator failed without calling NCCL: waits through the facade
-    /// ([`Communicator::wait`]) return at once, and the communicator stays allocated for
-    /// [`Communicator::shrink`] with [`ShrinkMode::Abort`](crate::nccl::ShrinkMode::Abort) or a
-    /// revoke.
+    /// ([`Communicator::wait`](crate::nccl::Communicator::wait)) return at once, and the
+    /// communicator stays allocated for
+    /// [`Communicator::shrink`](crate::nccl::Communicator::shrink) with
+    /// [`ShrinkMode::Abort`](crate::nccl::ShrinkMode::Abort) or a revoke.
     MarkFailed,
 }
 
