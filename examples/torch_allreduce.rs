@@ -14,7 +14,7 @@
 //! // 0: enqueued on `stream`; otherwise the error text is in err (NUL-terminated, cut to err_len).
 //! int nt_torch_all_reduce(void *comm, const void *send, void *recv, size_t count, int dtype,
 //!                         void *stream, char *err, size_t err_len);
-//! // 0: "NCCL <version> at <path>: rank r of n on device d, <state>" in out.
+//! // 0: "NCCL <version> at <path>: rank r of n on device d, <state>, <mode>" in out.
 //! int nt_torch_describe(void *comm, char *out, size_t out_len);
 //! ```
 //!
@@ -148,7 +148,8 @@ pub unsafe extern "C" fn nt_torch_describe(comm: *mut c_void, out: *mut c_char, 
             nccl.version(),
             nccl.path().display(),
             comm.state(),
-            if comm.is_nonblocking() { "non-blocking" } else { "blocking" },
+            // Its config is not readable: blocking until NCCL answers a call with ncclInProgress.
+            if comm.is_nonblocking() { "non-blocking" } else { "no ncclInProgress seen" },
         );
         Ok(())
     };

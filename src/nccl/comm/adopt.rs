@@ -95,7 +95,8 @@ impl Communicator {
     ///   aborts it — for as long as the returned `Communicator` and every [`AbortHandle`]
     ///   cloned from it live, and makes no NCCL call on it while a call through them runs
     ///   (NCCL's rule of one thread at a time per communicator: the call lock orders only
-    ///   the calls made through this crate). A call abandoned at its deadline (a blocking split
+    ///   the calls made through this `Communicator`, not its owner's, nor those of another
+    ///   adoption of the same handle). A call abandoned at its deadline (a blocking split
     ///   of it that never returned: [`CommState::Lost`]) may still be inside NCCL after the
     ///   `Communicator` is dropped; its owner must not free it before that call returns.
     /// - [`Owned`](Ownership::Owned): nobody else finalizes, destroys, aborts, revokes or uses
