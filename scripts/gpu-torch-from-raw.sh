@@ -10,8 +10,10 @@
 #   cargo build --release --example torch_allreduce
 #   mkdir -p .device-bin/torch && cp target/release/examples/libtorch_allreduce.so .device-bin/torch/
 # (or pass its path as $1, or set TORCH_ALLREDUCE_LIB). PYTHON picks the interpreter (default
-# python3). Logs under ${OUT:-gpu-logs}/torch-from-raw/, bundled into
-# ${OUT:-gpu-logs}/torch-from-raw.tar.gz. NVLink multicast stays off.
+# python3); RUN_LIMIT the seconds one torchrun may take (default 150: a rank whose call failed
+# while its peer's went through leaves that peer waiting in NCCL, ended by this limit). Logs
+# under ${OUT:-gpu-logs}/torch-from-raw/, bundled into ${OUT:-gpu-logs}/torch-from-raw.tar.gz.
+# NVLink multicast stays off.
 # Prints one line per run and SKIP (no torch, no GPU) or PASS/FAIL; exit status non-zero only
 # when a run failed.
 set -uo pipefail
@@ -56,7 +58,7 @@ verdict='(^|\]: ?)'
 run() { # name nproc [VAR=value...]
     local name=$1 nproc=$2; shift 2
     local start=$SECONDS
-    env "$@" timeout 600 "$python" -m torch.distributed.run --standalone --nproc_per_node "$nproc" \
+    env "$@" timeout "${RUN_LIMIT:-150}" "$python" -m torch.distributed.run --standalone --nproc_per_node "$nproc" \
         scripts/gpu-torch-from-raw.py "$lib" >"$out/$name.log" 2>&1
     local status=$?
     local verdicts
