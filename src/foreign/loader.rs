@@ -57,6 +57,11 @@ pub(crate) const NOW_LOCAL: core::ffi::c_int = libc::RTLD_NOW | libc::RTLD_LOCAL
 pub(crate) const NOW_LOCAL: core::ffi::c_int = 0;
 /// `RTLD_NODELETE` (glibc and musl, every architecture).
 pub(crate) const NODELETE: core::ffi::c_int = 0x1000;
+/// `RTLD_NOLOAD`: the loader returns a library only if it is already loaded, and maps nothing.
+#[cfg(unix)]
+pub(crate) const NOLOAD: core::ffi::c_int = libc::RTLD_NOLOAD;
+#[cfg(not(unix))]
+pub(crate) const NOLOAD: core::ffi::c_int = 0;
 
 /// Loads the library at `path` (a path, or a bare name for the system loader's search) with
 /// `dlopen` flags `flags`, after checking the file (see the module documentation).

@@ -29,6 +29,7 @@ mod host_api;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
 
+pub use comm::adopt::Ownership;
 pub use comm::communicator::{AbortHandle, Communicator};
 pub use comm::create::{CommOptions, Pending, ShrinkMode};
 pub use comm::watchdog::{WatchdogAction, WatchdogConfig};

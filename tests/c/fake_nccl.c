@@ -25,7 +25,9 @@
  *    (v2.17.1-1 src/init.cc:1091-1092, 1272-1273).
  *  - A communicator not yet ready (async state ncclInProgress) refuses further calls with
  *    ncclInvalidArgument (ncclCommEnsureReady, src/init.cc:422-438; used by ncclEnqueueCheck,
- *    src/enqueue.cc:3141, and by destroy, :2901).
+ *    src/enqueue.cc:3141, and by destroy, :2901). The rank queries (ncclCommCount,
+ *    ncclCommCuDevice, ncclCommUserRank: :3485-3522) go through it too, so a communicator in
+ *    error answers them with its error.
  *  - ncclCommShrink sorts the caller's exclude list IN PLACE (src/init.cc:3088) and, with
  *    NCCL_SHRINK_ABORT, first aborts the parent's in-flight work (:3184-3188).
  *  - ncclCommAbort sets the abort flags (its own and an in-progress child's, setCommAbortFlags
@@ -515,9 +517,20 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     free_comm(comm);
     return result();
 }
-ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) { name("ncclCommCount"); *count = live(comm)->nranks; return result(); }
-ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) { name("ncclCommCuDevice"); *device = live(comm)->device; return result(); }
-ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) { name("ncclCommUserRank"); *rank = live(comm)->rank; return result(); }
+/* The rank queries answer only for a ready communicator: in progress is ncclInvalidArgument,
+ * in error that error, and *out is left alone (NCCLCHECK(ncclCommEnsureReady(comm)) before
+ * the read: NCCL v2.30.7-1 src/init.cc:3485-3522; ncclCommEnsureReady :422-438). */
+#define RANK_QUERY(fn, field)                                                   \
+    ncclResult_t fn(const ncclComm_t comm, int *out) {                          \
+        name(#fn);                                                              \
+        ncclResult_t r = ensure_ready(live(comm));                              \
+        if (r != ncclSuccess) return r;                                         \
+        *out = comm->field;                                                     \
+        return result();                                                        \
+    }
+RANK_QUERY(ncclCommCount, nranks)
+RANK_QUERY(ncclCommCuDevice, device)
+RANK_QUERY(ncclCommUserRank, rank)
 
 const char *ncclGetErrorString(ncclResult_t code) {
     maybe_hang("ncclGetErrorString");

@@ -75,6 +75,11 @@ impl Log {
         // SAFETY: the stand-in built by this test; trivial initialisers.
         Log(unsafe { libloading::Library::new(fake_nccl(code)) }.unwrap())
     }
+    /// The hooks of the stand-in at `path` (built already, e.g. by the parent of a child process).
+    pub fn open_path(path: &std::path::Path) -> Log {
+        // SAFETY: a stand-in built by this test; trivial initialisers.
+        Log(unsafe { libloading::Library::new(path) }.unwrap())
+    }
     pub fn f<T: Copy>(&self, name: &str) -> T {
         // SAFETY: callers name the stand-in's own helpers with their prototypes.
         unsafe { *self.0.get::<T>(name.as_bytes()).unwrap() }

@@ -13,7 +13,7 @@ use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::shared::Shared;
-use crate::nccl::comm::watchdog::{Watchdog, WatchdogConfig, Watched};
+use crate::nccl::comm::watchdog::{Watchdog, WatchdogAction, WatchdogConfig, Watched};
 use crate::nccl::comm::shared::{Allow, RankInfo};
 use crate::nccl::types::state::{Cause, CommState, Timeouts, WatchdogReport};
 use crate::time::Deadline;
@@ -28,6 +28,10 @@ use crate::trace::trace_event;
 /// the communicator in `ncclCommAbort`); it then returns [`Error::AbortPending`] and runs the
 /// moment that call returns. Afterwards every call on the communicator returns
 /// [`Error::Unusable`] without reaching NCCL, and nothing is freed twice.
+///
+/// The handle of a communicator adopted as [`Ownership::Borrowed`](crate::nccl::Ownership)
+/// refuses to abort it ([`Error::NotOwned`]): `ncclCommAbort` frees NCCL's object, under its
+/// owner, whose own later abort or destroy would then pass NCCL a freed handle.
 #[derive(Clone)]
 pub struct AbortHandle {
     shared: Arc<Shared>,
@@ -45,7 +49,8 @@ impl AbortHandle {
     }
 
     /// `ncclCommAbort`, now or (see the type's docs) when the blocking call in progress
-    /// returns. Aborting an aborted or destroyed communicator does nothing.
+    /// returns. Aborting an aborted or destroyed communicator does nothing; a borrowed one is
+    /// refused ([`Error::NotOwned`]).
     pub fn abort(&self) -> Result<(), Error> {
         trace_event!(nccl, WARN, "abort.requested", by = "abort handle", rank = self.shared.info.get().map(|i| i.rank),
             cause = %Cause::Requested, state = %self.shared.state(), "an abort was requested through an abort handle");
@@ -74,6 +79,11 @@ impl AbortHandle {
 ///   `ncclCommDestroy` on a bounded thread. If finalize does not finish in time it aborts; if
 ///   a blocking call is still running at the deadline, the communicator is left to that thread,
 ///   which aborts it should the call ever return.
+///
+/// A communicator adopted as [`Ownership::Borrowed`](crate::nccl::Ownership) is its owner's
+/// to end: its drop makes no NCCL call ([`CommState::Released`]), and `finalize`, `destroy`,
+/// `abort` and `revoke` are refused ([`Error::NotOwned`]); see
+/// [`from_raw`](Communicator::from_raw).
 pub struct Communicator {
     pub(crate) shared: Arc<Shared>,
     _not_sync: PhantomData<Cell<()>>,
@@ -175,14 +185,18 @@ impl Communicator {
     }
 
     /// `ncclCommFinalize` (2.14): flushes outstanding work, within the operation timeout.
+    /// Refused on a borrowed communicator ([`Error::NotOwned`]).
     pub fn finalize(&self) -> Result<(), Error> {
+        self.shared.refuse_borrowed("ncclCommFinalize")?;
         self.shared.enter("ncclCommFinalize", Allow::Ready).map(drop)?;
         self.shared.finalize_within(Deadline::after(self.timeouts().operation))
     }
 
     /// `ncclCommDestroy`, reporting its result, within the teardown timeout (it can wait for
     /// peers); a destroy still running at the deadline is abandoned ([`CommState::Lost`]).
+    /// Refused on a borrowed communicator ([`Error::NotOwned`]).
     pub fn destroy(self) -> Result<(), Error> {
+        self.shared.refuse_borrowed("ncclCommDestroy")?;
         self.shared.enter("ncclCommDestroy", Allow::Ready).map(drop)?;
         let r = self.shared.destroy_within(Deadline::after(self.timeouts().teardown));
         // Drop now finds the communicator destroyed (or lost) and does nothing.
@@ -192,6 +206,7 @@ impl Communicator {
 
     /// `ncclCommAbort` (2.4): tears the communicator down without waiting for peers. Run it on
     /// every rank of a node whose communicator failed.
+    /// Refused on a borrowed communicator ([`Error::NotOwned`]).
     pub fn abort(self) -> Result<(), Error> {
         trace_event!(nccl, WARN, "abort.requested", by = "caller", rank = self.shared.info.get().map(|i| i.rank),
             cause = %Cause::Requested, state = %self.shared.state(), "Communicator::abort");
@@ -201,7 +216,9 @@ impl Communicator {
     /// `ncclCommRevoke` (2.28.7): stops in-flight operations and leaves the communicator for
     /// [`shrink`](Self::shrink) (or abort and drop); no collective runs on it afterwards. A
     /// non-blocking revoke is waited for within the operation timeout.
+    /// Refused on a borrowed communicator ([`Error::NotOwned`]).
     pub fn revoke(&self) -> Result<(), Error> {
+        self.shared.refuse_borrowed("ncclCommRevoke")?;
         let deadline = Deadline::after(self.timeouts().operation);
         let (comm, flags) = (self.shared.handle(), 0i32);
         let mut guard = self.shared.enter("ncclCommRevoke", Allow::Recovery)?;
@@ -236,7 +253,14 @@ impl Communicator {
     /// Starts this communicator's watchdog (needs the CUDA driver: [`Nccl::cuda`](crate::nccl::Nccl::cuda)).
     /// Every operation enqueued afterwards is watched; see [`WatchdogConfig`]. Starting it twice
     /// is an error. Cost per operation: one event record (measured in docs/perf.md).
+    ///
+    /// On a borrowed communicator only [`WatchdogAction::MarkFailed`] is allowed: `Abort` is
+    /// refused ([`Error::NotOwned`]) rather than quietly weakened, since its owner must then
+    /// be the one to end the stuck work (docs/adr/0029-adopting-communicators.md).
     pub fn start_watchdog(&self, config: WatchdogConfig) -> Result<(), Error> {
+        if config.action == WatchdogAction::Abort {
+            self.shared.refuse_borrowed("ncclCommAbort (WatchdogAction::Abort)")?;
+        }
         let driver = Arc::clone(self.shared.nccl.cuda()?);
         let context = self.shared.context.or(driver.current_context()?);
         let dog = Watchdog::new(driver, context, config)?;

@@ -23,6 +23,7 @@ use crate::nccl::types::enums::NcclResult;
 use crate::nccl::comm::watchdog::{Watchdog, Watched};
 use crate::trace::trace_event;
 
+mod borrowed;
 mod teardown;
 
 pub(crate) use teardown::retire;
@@ -98,6 +99,9 @@ pub(crate) struct Shared {
     pub(crate) context: Option<Context>,
     timeouts: Mutex<Timeouts>,
     pub(crate) watchdog: OnceLock<Arc<Watchdog>>,
+    /// Adopted as `Ownership::Borrowed` (`borrowed`): NCCL's object is its owner's to end, so
+    /// nothing here aborts, finalizes, destroys or revokes it.
+    borrowed: bool,
 }
 
 impl Drop for Shared {
@@ -172,6 +176,7 @@ impl Shared {
             context,
             timeouts: Mutex::new(timeouts),
             watchdog: OnceLock::new(),
+            borrowed: false,
         }
     }
 
@@ -197,10 +202,10 @@ impl Shared {
         *locked(&self.home) = home;
     }
 
-    /// Sets the state unless it is final (aborted or destroyed).
+    /// Sets the state unless it is final (aborted, destroyed or released).
     pub(crate) fn mark(&self, state: CommState) {
         self.change_state(|s| {
-            if !matches!(*s, CommState::Aborted(_) | CommState::Destroyed) {
+            if !matches!(*s, CommState::Aborted(_) | CommState::Destroyed | CommState::Released) {
                 *s = state;
             }
         });
@@ -370,6 +375,7 @@ impl Shared {
     /// abort is left pending and runs when that call returns (`Error::AbortPending`); if
     /// `ncclCommAbort` itself does not return in time, `Error::Timeout`.
     pub(crate) fn request_abort(self: &Arc<Self>, cause: Cause) -> Result<(), Error> {
+        self.refuse_borrowed("ncclCommAbort")?;
         self.record_abort(cause.clone());
         let deadline = Deadline::after(self.timeouts().teardown);
         let home = locked(&self.home).clone();
@@ -470,6 +476,13 @@ impl Shared {
     fn abort_locked(&self, _call: &MutexGuard<'_, ()>) -> Result<(), Error> {
         let cause = locked(&self.pending_abort).take().unwrap_or(Cause::Requested);
         self.has_pending_abort.store(false, Ordering::Release);
+        if self.borrowed {
+            // Reached only from inside (a creation stopping a borrowed parent, an abandoned
+            // call's cleanup): the owner ends it. Not "aborted", so a creation that needed the
+            // abort to join NCCL's job keeps its slots and thread.
+            self.fail(cause);
+            return Err(Error::NotOwned { operation: "ncclCommAbort" });
+        }
         let comm = self.handle();
         let mark = |cause: Cause| self.mark(CommState::Aborted(cause));
         if comm.is_null() || self.released.swap(true, Ordering::AcqRel) {

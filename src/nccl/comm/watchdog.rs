@@ -17,18 +17,19 @@ use crate::nccl::types::enums::{DataType, NcclResult};
 use crate::nccl::types::error::Error;
 use crate::nccl::types::state::{Cause, Problem, WatchdogReport};
 use crate::time::Deadline;
-use crate::trace::trace_event;
 
 /// What the watchdog does when an operation does not finish in time or NCCL reports an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WatchdogAction {
     /// `ncclCommAbort`: the spinning kernels exit, waits on the stream end, every later call
-    /// returns [`Error::Unusable`]. The default.
+    /// returns [`Error::Unusable`]. The default; refused on a borrowed communicator
+    /// ([`Ownership::Borrowed`](crate::nccl::Ownership::Borrowed)), which only its owner ends.
     Abort,
     /// Mark the communicator failed without calling NCCL: waits through the facade
-    /// ([`Communicator::wait`](crate::nccl::Communicator::wait)) return at once, and the communicator stays allocated for
-    /// [`Communicator::shrink`](crate::nccl::Communicator::shrink) with [`ShrinkMode::Abort`](crate::nccl::ShrinkMode::Abort) or a
-    /// revoke.
+    /// ([`Communicator::wait`](crate::nccl::Communicator::wait)) return at once, and the
+    /// communicator stays allocated for
+    /// [`Communicator::shrink`](crate::nccl::Communicator::shrink) with
+    /// [`ShrinkMode::Abort`](crate::nccl::ShrinkMode::Abort) or a revoke.
     MarkFailed,
 }
 
@@ -347,10 +348,6 @@ impl Watchdog {
                 }
             }
             let Some(report) = found else { continue };
-            trace_event!(nccl, ERROR, "watchdog.report", operation = report.operation, sequence = report.sequence,
-                count = report.count, data_type = report.data_type.map(|t| t.0), peer = report.peer,
-                waited_ms = crate::trace::ms(report.waited), problem = ?report.problem, action = ?self.config.action,
-                report = %report, "the watchdog acts on a communicator");
             self.lock().report = Some(report.clone());
             let cause = Cause::Watchdog(Box::new(report));
             match self.config.action {

@@ -174,7 +174,7 @@ impl Nccl {
         failed(Error::LibraryNotFound { tried })
     }
 
-    fn native_target() -> Result<(), Error> {
+    pub(super) fn native_target() -> Result<(), Error> {
         match Abi::native() {
             Some(_) => Ok(()),
             None => Err(Error::Core(crate::Error::UnsupportedTarget { target: crate::engine::TARGET })),
@@ -182,13 +182,20 @@ impl Nccl {
     }
 
     fn open(c: &Candidate) -> Result<Nccl, Rejection> {
+        Self::open_with(c, 0)
+    }
+
+    /// Loads candidate `c` with `extra` `dlopen` flags besides `RTLD_NOW | RTLD_LOCAL |
+    /// RTLD_NODELETE` (`RTLD_NOLOAD`: only a library already loaded).
+    pub(super) fn open_with(c: &Candidate, extra: core::ffi::c_int) -> Result<Nccl, Rejection> {
         let unusable = |e: crate::foreign::error::LoadError| Rejection::Unusable(e.to_string());
+        let flags = loader::NOW_LOCAL | loader::NODELETE | extra;
         // SAFETY: loading runs the library's initialisers; NCCL's and RCCL's are safe to run
         // in any process. The caller chose (or let us choose) the library to trust; its file
         // is checked before the loader maps it. RTLD_NODELETE: NCCL starts threads (the
         // bootstrap listener of `ncclGetUniqueId`, proxies) and keeps process-wide state, so
         // unmapping it while they run would crash the process.
-        let loaded = unsafe { loader::load(&c.path, loader::NOW_LOCAL | loader::NODELETE) }.map_err(unusable)?;
+        let loaded = unsafe { loader::load(&c.path, flags) }.map_err(unusable)?;
         let flavor = flavor(&loaded.image, &loaded.path);
         let alltoall = alltoall_spelling(&loaded.image);
         let mut entries = Vec::with_capacity(SYMBOL_COUNT);
@@ -396,7 +403,7 @@ fn without_get_version(functions: &Functions) -> String {
 }
 
 /// Why a candidate was not used.
-enum Rejection {
+pub(super) enum Rejection {
     /// The library cannot be loaded or is not NCCL: the reason, in a few words.
     Unusable(String),
     /// Something else failed (no plan for a prototype).
@@ -418,7 +425,7 @@ impl From<crate::Error> for Rejection {
 impl Rejection {
     /// The error for a library the caller named (`variable`: the environment variable that
     /// named it).
-    fn into_error(self, path: &Path, variable: Option<&'static str>) -> Error {
+    pub(super) fn into_error(self, path: &Path, variable: Option<&'static str>) -> Error {
         match self {
             Rejection::Unusable(reason) => Error::LibraryLoad { path: path.display().to_string(), variable, reason },
             Rejection::Failed(e) => e,

@@ -54,7 +54,8 @@ unsafe impl CRet for Team {
     }
 }
 
-/// `ncclCftTeamMode_t` (2.31.2), for [`Communicator::team_cft`](crate::nccl::Communicator::team_cft): an open newtype.
+/// `ncclCftTeamMode_t` (2.31.2), for
+/// [`Communicator::team_cft`](crate::nccl::Communicator::team_cft): an open newtype.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CftTeamMode(pub i32);

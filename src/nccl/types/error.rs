@@ -278,6 +278,30 @@ pub enum Error {
         /// Why, with the cause.
         state: CommState,
     },
+    /// An operation that ends or stops a communicator (`ncclCommAbort`, `ncclCommDestroy`,
+    /// `ncclCommFinalize`, `ncclCommRevoke`, a shrink with `NCCL_SHRINK_ABORT`, a watchdog that
+    /// aborts) on one adopted as [`Ownership::Borrowed`](crate::nccl::Ownership::Borrowed): its
+    /// owner ends it, and NCCL was not called.
+    #[error(
+        "{operation} refused: the communicator is borrowed (Ownership::Borrowed), only its owner may end or stop it"
+    )]
+    NotOwned {
+        /// What was refused.
+        operation: &'static str,
+    },
+    /// `Communicator::from_raw` with a null `ncclComm_t`.
+    #[error("Communicator::from_raw: the ncclComm_t is null")]
+    NullCommunicator,
+    /// `Nccl::loaded` found no NCCL or RCCL loaded in this process (it never loads one).
+    #[error("no NCCL or RCCL library is loaded in this process (Nccl::loaded only uses one already there; a program that links NCCL statically has none to find)")]
+    NotLoaded,
+    /// `Nccl::loaded` found several NCCL or RCCL files loaded in this process and cannot tell
+    /// which one made a handle: name one with `Nccl::loaded_from`.
+    #[error("several NCCL libraries are loaded in this process ({}); name the one with Nccl::loaded_from", paths.join(", "))]
+    SeveralLoaded {
+        /// The files, as `/proc/self/maps` names them.
+        paths: Vec<String>,
+    },
     /// An abort could not run yet: a blocking NCCL call is in progress on the communicator. It
     /// runs as soon as that call returns.
     #[error(

@@ -86,6 +86,10 @@ pub enum CommState {
     Lost(Cause),
     /// `ncclCommDestroy` ran.
     Destroyed,
+    /// Given back to its owner: a communicator adopted as
+    /// [`Ownership::Borrowed`](crate::nccl::Ownership::Borrowed) whose `Communicator` was
+    /// dropped. NCCL's object lives on with its owner; nothing here calls NCCL on it again.
+    Released,
 }
 
 impl fmt::Display for CommState {
@@ -98,6 +102,7 @@ impl fmt::Display for CommState {
             CommState::Aborted(c) => write!(f, "aborted ({c})"),
             CommState::Lost(c) => write!(f, "lost ({c}): an NCCL call on it never returned"),
             CommState::Destroyed => f.write_str("destroyed"),
+            CommState::Released => f.write_str("released to its owner (borrowed, and its Communicator dropped)"),
         }
     }
 }

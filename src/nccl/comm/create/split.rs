@@ -88,7 +88,7 @@ impl Communicator {
     /// `ncclCommShrink` (2.27): a new communicator without the ranks in `exclude`, which is
     /// copied (NCCL sorts the list it is given in place). [`ShrinkMode::Abort`] first aborts
     /// the parent's in-flight work: the way to continue after a peer died. Allowed on a failed
-    /// or revoked parent.
+    /// or revoked parent; `Abort` is refused on a borrowed one ([`Error::NotOwned`]).
     pub fn shrink(&self, exclude: &[i32], config: Option<&Config>, mode: ShrinkMode) -> Result<Communicator, Error> {
         let mut options = CommOptions::new().timeouts(self.timeouts());
         if let Some(c) = config {
@@ -115,6 +115,10 @@ impl Communicator {
 
     fn start_shrink(&self, exclude: &[i32], mode: ShrinkMode, options: &CommOptions) -> Result<Pending<'_>, Error> {
         refuse_in_group("ncclCommShrink")?;
+        if mode == ShrinkMode::Abort {
+            // It aborts the parent's in-flight work: the owner's to decide for a borrowed one.
+            self.shared.refuse_borrowed("ncclCommShrink (ShrinkMode::Abort)")?;
+        }
         let count = i32::try_from(exclude.len())
             .map_err(|_| Error::TooMany { what: "ranks to exclude", count: exclude.len() })?;
         if count == 0 {

@@ -23,13 +23,18 @@ use super::{CallGuard, Home, Shared};
 impl Shared {
     /// Graceful end within `limit`, else abort: what `Drop` does. See [`Communicator`]'s docs.
     pub(crate) fn teardown(self: &Arc<Self>, limit: Option<Duration>) -> Result<(), Error> {
+        if self.is_borrowed() {
+            // Its owner ends it: no NCCL call at all.
+            self.release_borrowed();
+            return Ok(());
+        }
         if self.lost.load(Ordering::Acquire) {
             return Ok(());
         }
         let deadline = Deadline::after(limit);
         match self.state() {
             CommState::Ready => {}
-            CommState::Aborted(_) | CommState::Destroyed | CommState::Lost(_) => return Ok(()),
+            CommState::Aborted(_) | CommState::Destroyed | CommState::Lost(_) | CommState::Released => return Ok(()),
             CommState::Creating | CommState::Failed(_) | CommState::Revoked => {
                 trace_event!(nccl, WARN, "abort.requested", by = "drop", rank = self.info.get().map(|i| i.rank),
                     cause = %Cause::Requested, state = %self.state(), "a communicator dropped unusable is aborted");
