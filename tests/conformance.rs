@@ -14,10 +14,9 @@ use common::{
     build_shared, check_call, check_plan_call, compiler_version, known_compiler_bug, nccl_shapes, pinned_shapes,
     repo_file, work_dir, CGen, Oracle, Pattern, Rng,
 };
-use nccl_trampoline::engine::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
-use nccl_trampoline::{
-    arg, Aggregate, CArg, CallPlan, Complex, LongDouble, Signature, Type, TypedFn, ValueAt, VectorCopy,
-};
+use nccl_trampoline::__private::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
+use nccl_trampoline::__private::{CodePath, PlanCode, VectorCopy};
+use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Complex, LongDouble, Signature, Type, TypedFn, ValueAt};
 
 fn build_oracle(name: &str, generated: &[String]) -> Oracle {
     let dir = work_dir(name);

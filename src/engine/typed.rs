@@ -26,6 +26,7 @@ use core::ptr::NonNull;
 
 use crate::ctype::types::Type;
 use crate::ctype::wide::{Complex, LongDouble};
+use crate::engine::code::CodePath;
 use crate::engine::{self, TypedEntry};
 
 /// A Rust type that has the layout of one C argument type and is passed as that type.
@@ -468,10 +469,10 @@ impl<A: CArgs, R: CRet> TypedFn<A, R> {
     pub fn func(&self) -> *const c_void {
         self.func
     }
+}
 
-    /// The names of the assembly pieces a call runs, in order (entry, then the program's
-    /// handlers): introspection for tests and profiles.
-    pub fn code_path(&self) -> Vec<&'static str> {
+impl<A, R> CodePath for TypedFn<A, R> {
+    fn code_path(&self) -> Vec<&'static str> {
         // Every typed entry is a piece of the assembly's table except `aggregate_result`.
         if engine::code_name(self.entry as usize).is_none() {
             let mut path = vec!["aggregate_result"];
