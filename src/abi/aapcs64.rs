@@ -31,7 +31,7 @@
 //! "Natural alignment" of a composite is the largest alignment of its members, not counting an
 //! alignment attribute on the composite itself ([`Aggregate::natural_align`]).
 
-use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, IndirectResult, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::ctype::error::Error;
 use crate::ctype::types::{Aggregate, Signature, Type};
 
@@ -110,7 +110,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                     })
                     .collect(),
             ),
-            None if agg.size() > 16 => ResultPlace::Indirect { via_x8: true },
+            None if agg.size() > 16 => ResultPlace::Indirect(IndirectResult::DedicatedRegister),
             None => ResultPlace::Regs(
                 (0..agg.size().div_ceil(8))
                     .map(|k| RetPiece {
@@ -293,7 +293,7 @@ mod tests {
         let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 3).build().unwrap());
         let p = place(&Signature::new(vec![Type::I32], Some(big)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::Int { arg: 0, len: 4, signed: true, to: Loc::Int(0) });
-        assert_eq!(p.result, ResultPlace::Indirect { via_x8: true });
+        assert_eq!(p.result, ResultPlace::Indirect(IndirectResult::DedicatedRegister));
     }
 
     #[test]

@@ -36,7 +36,7 @@
 //!   a flattened struct; larger than 16 bytes through a caller buffer whose address is an
 //!   implicit first argument in a0.
 
-use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, IndirectResult, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::ctype::error::Error;
 use crate::ctype::types::{Aggregate, Signature, Type};
 
@@ -120,7 +120,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
         Some(Type::ComplexLongDouble) => {
             st.moves.push(Move::ResultAddress { to: Loc::Int(0) });
             st.ngr = 1;
-            ResultPlace::Indirect { via_x8: false }
+            ResultPlace::Indirect(IndirectResult::HiddenArgument)
         }
         Some(Type::Aggregate(agg)) => match flatten(agg) {
             Some(members) => {
@@ -144,7 +144,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                 // The caller's buffer, as an implicit first argument.
                 st.moves.push(Move::ResultAddress { to: Loc::Int(0) });
                 st.ngr = 1;
-                ResultPlace::Indirect { via_x8: false }
+                ResultPlace::Indirect(IndirectResult::HiddenArgument)
             }
             None => ResultPlace::Regs(
                 (0..agg.size().div_ceil(8))
@@ -441,6 +441,6 @@ mod tests {
         let p = place(&Signature::new(vec![Type::I32], Some(big)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::ResultAddress { to: Loc::Int(0) });
         assert_eq!(p.moves[1], Move::Int { arg: 0, len: 4, signed: true, to: Loc::Int(1) });
-        assert_eq!(p.result, ResultPlace::Indirect { via_x8: false });
+        assert_eq!(p.result, ResultPlace::Indirect(IndirectResult::HiddenArgument));
     }
 }

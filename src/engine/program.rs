@@ -292,7 +292,7 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
         }
     }
     #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
-    if matches!(p.result, ResultPlace::Indirect { via_x8: true }) {
+    if matches!(p.result, ResultPlace::Indirect(crate::abi::IndirectResult::DedicatedRegister)) {
         late.push(H_X8, 0, 0);
     }
     regs.push(H_CALL, u64::from(p.vector_count), 0);
