@@ -264,7 +264,7 @@ fn narrow_aggregate(rng: &mut Rng) -> Type {
         b = b.array(t, rng.range(1, 16));
     } else {
         for _ in 0..rng.range(1, 3) {
-            let t = narrow[rng.below(narrow.len() as u64) as usize].clone();
+            let t = narrow[rng.below(narrow.len() as u64) as usize];
             let n = rng.range(1, 8 / t.size().min(4) + 1);
             b = b.array(t, n);
         }
@@ -400,9 +400,9 @@ fn every_straight_line_body_matches_the_c_compiler() {
     for n in 0..=MAX_LINE_ARGS as usize {
         for mask in 0..1usize << n {
             let args: Vec<Type> = (0..n)
-                .map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3].clone() } else { Type::I32 })
+                .map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3] } else { Type::I32 })
                 .collect();
-            for ret in [Type::I32, Type::U32, wide[mask % 3].clone()] {
+            for ret in [Type::I32, Type::U32, wide[mask % 3]] {
                 lines.push(Signature::new(args.clone(), Some(ret)).unwrap());
             }
         }
@@ -414,8 +414,8 @@ fn every_straight_line_body_matches_the_c_compiler() {
     let mut words = Vec::new();
     for n in 0..=MAX_WORD_ARGS as usize {
         for ret in &rets {
-            let args = (0..n).map(|_| ints[rng.below(ints.len() as u64) as usize].clone()).collect();
-            words.push(Signature::new(args, ret.clone()).unwrap());
+            let args = (0..n).map(|_| ints[rng.below(ints.len() as u64) as usize]).collect();
+            words.push(Signature::new(args, *ret).unwrap());
         }
     }
     let shapes: Vec<Signature> = lines.iter().chain(&words).cloned().collect();
@@ -472,8 +472,8 @@ fn every_straight_line_body_matches_the_c_compiler() {
 fn frames_larger_than_a_page_are_probed() {
     let big = Type::Aggregate(Aggregate::builder().array(Type::U8, 3000).build().unwrap());
     let sigs = [
-        Signature::new(vec![big.clone(), Type::I32, big.clone()], Some(Type::I64)).unwrap(),
-        Signature::new(vec![Type::F64, big.clone(), big], None).unwrap(),
+        Signature::new(vec![big, Type::I32, big], Some(Type::I64)).unwrap(),
+        Signature::new(vec![Type::F64, big, big], None).unwrap(),
     ];
     let mut gen = CGen::default();
     for (i, sig) in sigs.iter().enumerate() {

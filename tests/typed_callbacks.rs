@@ -682,12 +682,7 @@ fn direct_refuses_long_double_and_aligned_structs() {
         const AGGREGATE: bool = true;
         fn c_type() -> Type {
             Type::Aggregate(
-                Aggregate::from_fields(
-                    16,
-                    16,
-                    vec![nccl_trampoline::Field { offset: 0, ty: Type::I64, count: 1, align: 8 }],
-                )
-                .unwrap(),
+                Aggregate::from_fields(16, 16, vec![nccl_trampoline::Field::new(0, Type::I64)]).unwrap(),
             )
         }
     }

@@ -42,14 +42,14 @@ pub const VEC_REGS: u8 = 8;
 
 /// If `agg` is a homogeneous floating-point aggregate, its member type and count.
 pub fn hfa(agg: &Aggregate) -> Option<(Type, usize)> {
-    homogeneous(&Type::Aggregate(agg.clone()))
+    homogeneous(&Type::Aggregate(*agg))
 }
 
 /// If `ty` is an HFA (an aggregate or a complex type), its member type and count.
 fn homogeneous(ty: &Type) -> Option<(Type, usize)> {
     let mut scalars = Vec::new();
-    ty.for_each_scalar(0, &mut |_, t| scalars.push(t.clone()));
-    let first = scalars.first()?.clone();
+    ty.for_each_scalar(0, &mut |_, t| scalars.push(*t));
+    let first = *scalars.first()?;
     if !first.is_float() || scalars.len() > 4 || scalars.iter().any(|t| *t != first) {
         return None;
     }
@@ -312,7 +312,7 @@ mod tests {
     #[test]
     fn long_double_is_a_q_register_and_an_hfa_member() {
         let h = Type::Aggregate(Aggregate::builder().array(Type::LongDouble, 3).build().unwrap());
-        let p = place(&Signature::new(vec![Type::LongDouble, h.clone()], Some(h)).unwrap()).unwrap();
+        let p = place(&Signature::new(vec![Type::LongDouble, h], Some(h)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 16, to: Loc::Vec(0) });
         assert_eq!(p.moves[3], Move::Bytes { arg: 1, src: 32, len: 16, to: Loc::Vec(3) });
         assert_eq!(

@@ -371,7 +371,7 @@ mod tests {
         assert_eq!(p.result, ResultPlace::Regs(vec![RetPiece { from: RetReg::X87(0), dst: 0, len: 10 }]));
         let one = Type::Aggregate(Aggregate::builder().field(Type::LongDouble).build().unwrap());
         assert_eq!(classify(&one), Some(vec![Class::X87, Class::X87Up]));
-        let p = place(&Signature::new(vec![one.clone()], Some(one)).unwrap()).unwrap();
+        let p = place(&Signature::new(vec![one], Some(one)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 16, to: Loc::Stack(0) });
         assert_eq!(p.result, ResultPlace::Regs(vec![RetPiece { from: RetReg::X87(0), dst: 0, len: 10 }]));
     }

@@ -223,7 +223,7 @@ mod tests {
             );
         }
         let big = agg(Aggregate::builder().array(Type::I64, 3));
-        let x8 = CallbackPlan::new(Abi::Aapcs64, &Signature::new(vec![], Some(big.clone())).unwrap()).unwrap();
+        let x8 = CallbackPlan::new(Abi::Aapcs64, &Signature::new(vec![], Some(big)).unwrap()).unwrap();
         assert_eq!(x8.result, ResultSink::Memory { from: None });
         let a0 = CallbackPlan::new(Abi::Lp64d, &Signature::new(vec![], Some(big)).unwrap()).unwrap();
         assert_eq!(a0.result, ResultSink::Memory { from: Some(Loc::Int(0)) });

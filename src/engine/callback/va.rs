@@ -466,7 +466,7 @@ mod tests {
     /// the placement the conformance suite checks against the C compilers), reads the variable
     /// ones back through a list started from the callback's plan, and compares the bytes.
     fn round_trip(abi: Abi, named: &[Type], variable: &[Type], ret: Option<Type>) {
-        let call = Signature::variadic(named.len(), [named, variable].concat(), ret.clone()).unwrap();
+        let call = Signature::variadic(named.len(), [named, variable].concat(), ret).unwrap();
         let placement = abi.place(&call).unwrap();
         let mut image = Image::new(abi, placement.stack_len);
         let values: Vec<Vec<u8>> = call.args().iter().enumerate().map(|(i, t)| value(i, t)).collect();
@@ -571,11 +571,11 @@ mod tests {
             let named = [vec![Type::I64; 9], vec![Type::F64; 9], vec![Type::LongDouble, Type::I32]].concat();
             round_trip(abi, &named, &variable, None);
             // A hidden result address (SysV rdi, LP64D a0; AAPCS64 x8 takes none).
-            round_trip(abi, &[Type::Pointer], &variable, Some(big.clone()));
+            round_trip(abi, &[Type::Pointer], &variable, Some(big));
             // AAPCS64 C.12: a composite that does not fit takes every remaining x register.
-            round_trip(abi, &[vec![Type::I64; 7], vec![pair.clone()]].concat(), &variable, None);
+            round_trip(abi, &[vec![Type::I64; 7], vec![pair]].concat(), &variable, None);
             // A composite by value on the stack (SysV) or by reference (AAPCS64, LP64D).
-            round_trip(abi, &[Type::I32, big.clone(), Type::F64], &variable, None);
+            round_trip(abi, &[Type::I32, big, Type::F64], &variable, None);
         }
     }
 
@@ -596,9 +596,9 @@ mod tests {
         let mut rng = crate::oracle::Rng(0x5eed_0a1a);
         let cases = if cfg!(miri) { 12 } else { 600 };
         for _ in 0..cases {
-            let named: Vec<Type> = (0..rng.range(1, 10)).map(|_| named_types[rng.below(6) as usize].clone()).collect();
+            let named: Vec<Type> = (0..rng.range(1, 10)).map(|_| named_types[rng.below(6) as usize]).collect();
             let variable: Vec<Type> =
-                (0..rng.range(0, 24)).map(|_| variable_types[rng.below(9) as usize].clone()).collect();
+                (0..rng.range(0, 24)).map(|_| variable_types[rng.below(9) as usize]).collect();
             for abi in ABIS {
                 round_trip(abi, &named, &variable, None);
             }
