@@ -89,5 +89,5 @@ pub use ctype::limits;
 pub use engine::plan::{arg, CallPlan};
 pub use engine::typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
 pub use ctype::types::{Aggregate, AggregateBuilder, Field, Signature, Type};
-pub use ctype::wide::{Complex, LongDouble};
+pub use ctype::wide::{CLongDouble, Complex};
 pub use foreign::symbols;

@@ -29,7 +29,7 @@ use common::{
     random_signature, repo_file, value_ranges, work_dir, CGen, Oracle, Pattern, Rng, CALLER_OPT_LEVELS,
 };
 use nccl_trampoline::{
-    Aggregate, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, LongDouble, Signature, Type,
+    Aggregate, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, CLongDouble, Signature, Type,
     TypeDescription,
 };
 
@@ -285,17 +285,17 @@ fn pinned() -> Vec<Shape> {
             "long_double",
             sig(vec![Type::LongDouble, Type::I32, Type::LongDouble, Type::F64], Some(Type::LongDouble)),
             |s, a, r| {
-                s.bytes(a, 0, &LongDouble::from_f64(1.5).0);
+                s.bytes(a, 0, &CLongDouble::from_f64(1.5).0);
                 s.arg(a, 1, 2i32);
-                s.bytes(a, 2, &LongDouble::from_f64(-3.25).0);
+                s.bytes(a, 2, &CLongDouble::from_f64(-3.25).0);
                 s.arg(a, 3, 4.0f64);
-                r.set(LongDouble::from_f64(-0.0625)).unwrap();
+                r.set(CLongDouble::from_f64(-0.0625)).unwrap();
             },
         ),
         shape("complex_ld", sig(vec![Type::I32, Type::LongDouble], Some(Type::ComplexLongDouble)), |s, a, r| {
             s.arg(a, 0, 9i32);
-            s.bytes(a, 1, &LongDouble::from_f64(2.5).0);
-            r.set(Complex { re: LongDouble::from_f64(3.0), im: LongDouble::from_f64(-4.5) }).unwrap();
+            s.bytes(a, 1, &CLongDouble::from_f64(2.5).0);
+            r.set(Complex { re: CLongDouble::from_f64(3.0), im: CLongDouble::from_f64(-4.5) }).unwrap();
         }),
         shape("int128", sig(vec![Type::I128, Type::I32, Type::U128], Some(Type::I128)), |s, a, r| {
             s.arg(a, 0, ((-0x0123_4567_89ab_cdefi128) << 64) | 0xfedc_ba98_7654_3210);

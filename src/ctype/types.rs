@@ -15,6 +15,9 @@ use crate::ctype::limits::{MAX_AGGREGATE_BYTES, MAX_ALIGN, MAX_ARGS, MAX_NESTING
 ///
 /// `Copy`, however large the struct it describes: an [`Aggregate`] is a handle. New C types
 /// (vector types, `_Float16`, ...) may be added, hence `#[non_exhaustive]`.
+///
+/// The `long double` type is [`Type::LongDouble`]; its values are
+/// [`CLongDouble`](crate::CLongDouble).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Type {

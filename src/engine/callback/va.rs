@@ -304,7 +304,7 @@ impl<'a> VaList<'a> {
     /// `...` after the default argument promotions: `i32`/`u32` (`int`, `unsigned`, and the
     /// `char`s, `short`s and `bool` promoted to `int`), `i64`/`u64`/`isize`/`usize` (`long`,
     /// `long long`, `size_t`), `f64` (`double`, and `float` promoted to it), raw pointers,
-    /// [`LongDouble`](crate::LongDouble), `i128`/`u128` (`__int128`). A narrower type is
+    /// [`CLongDouble`](crate::CLongDouble), `i128`/`u128` (`__int128`). A narrower type is
     /// [`Error::VaArgPromoted`], a complex one [`Error::VaArgUnsupported`]; neither moves the
     /// list.
     ///
@@ -382,7 +382,7 @@ mod tests {
     use crate::abi::{Loc, Move};
     use crate::engine::callback::plan::CallbackPlan;
     use crate::ctype::types::{Aggregate, Signature};
-    use crate::ctype::wide::LongDouble;
+    use crate::ctype::wide::CLongDouble;
 
     /// A C caller's argument memory, as the record contract presents it: the saved integer
     /// registers, the saved 16-byte vector registers and the stack arguments, in one
@@ -449,7 +449,7 @@ mod tests {
                 Type::U64 => bytes(va.arg::<usize>().unwrap(), 8),
                 Type::Pointer => bytes(va.arg::<*const u8>().unwrap(), 8),
                 Type::F64 => bytes(va.arg::<f64>().unwrap(), 8),
-                Type::LongDouble => bytes(va.arg::<LongDouble>().unwrap(), 16),
+                Type::LongDouble => bytes(va.arg::<CLongDouble>().unwrap(), 16),
                 Type::I128 => bytes(va.arg::<i128>().unwrap(), 16),
                 Type::U128 => bytes(va.arg::<u128>().unwrap(), 16),
                 other => panic!("not a promoted scalar: {other:?}"),
