@@ -14,6 +14,10 @@
 //!   binding checked once ([`CallPlan::bind`], [`TypedFn`]).
 //! - **The NCCL facade**, built on the two above.
 //!
+//! A `#[repr(C)]` struct passed or returned by value is declared once with [`c_struct!`]: its C
+//! type and the traits that pass it ([`CArg`]), return it ([`CRet`]) and hand it to a typed
+//! callback ([`CallbackValue`]) come from that declaration, its layout checked against C's.
+//!
 //! Calls in the other direction, C calling Rust, are callbacks (docs/adr/0025-callbacks.md): a
 //! [`Callback`] is a C function pointer of a [`Signature`] known at run time, variadic ones
 //! included ([`CallbackArgs::va_list`], [`VaList`]), whose handler reads its arguments through
@@ -70,6 +74,7 @@ pub mod plugin;
 /// in any release, patch releases included.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::engine::c_struct::{c_struct_type, AnyBitPattern, CField, CStructField};
     pub use crate::engine::code::{code_name, layout, table, CheckedEntry, CodePath, TypedEntry, VectorCopy};
     pub use crate::engine::plan::PlanCode;
 }

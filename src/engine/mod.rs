@@ -8,6 +8,7 @@
 //! `code`: the engine's private contract with the assembly, not public API (the crate's own
 //! tests and benchmarks reach it through the doc-hidden `nccl_trampoline::__private`).
 
+pub(crate) mod c_struct;
 pub mod callback;
 pub(crate) mod code;
 pub(crate) mod plan;

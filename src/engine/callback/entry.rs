@@ -3,13 +3,13 @@
 
 use core::fmt;
 
-/// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
-/// (0 where the target has no callback entries yet). Each entry costs 16 bytes of `.text` and a
-/// slot of the code table.
+/// Callback entries in the pool: at most this many [`Callback`](crate::Callback)s exist at once
+/// in a process (0 where the target has no callback entries yet). Each entry costs 16 bytes of
+/// `.text` and a slot of the code table.
 #[cfg(nccl_trampoline_callbacks)]
 pub const POOL_SIZE: usize = crate::engine::layout::CB_POOL as usize;
-/// Callback entries in the pool: at most this many [`Callback`]s exist at once in a process
-/// (0 where the target has no callback entries yet).
+/// Callback entries in the pool: at most this many [`Callback`](crate::Callback)s exist at once
+/// in a process (0 where the target has no callback entries yet).
 #[cfg(not(nccl_trampoline_callbacks))]
 pub const POOL_SIZE: usize = 0;
 

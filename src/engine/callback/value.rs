@@ -16,7 +16,7 @@ mod sealed {
 /// `int64_t`/`uint64_t`, `i128`/`u128` as `__int128`), `f32`, `f64`, raw pointers,
 /// [`CLongDouble`] and [`Complex`] of `f32`, `f64` and `CLongDouble`. Sealed: `NonNull`, say,
 /// would be undefined behaviour for a null argument. Read a struct with
-/// [`CallbackArgs::read_bytes`].
+/// [`CallbackArgs::read_bytes`](crate::CallbackArgs::read_bytes).
 pub trait CValue: CArg + Copy + sealed::Sealed {}
 
 macro_rules! c_values {
