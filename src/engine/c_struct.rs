@@ -205,6 +205,7 @@ macro_rules! c_struct {
 
 /// A field type of a [`c_struct!`](crate::c_struct): a [`CArg`] (one element) or an array of
 /// one (`count` elements).
+#[doc(hidden)]
 pub trait CField {
     /// The C type of an element and the number of elements.
     fn c_field() -> (Type, usize);
@@ -231,6 +232,7 @@ impl<T: CArg, const N: usize> CField for [T; N] {
     note = "C may fill the field with any bytes: no bool, char, enum, reference or NonNull; \
             declare the struct with `impl CArg;` to only pass it"
 )]
+#[doc(hidden)]
 pub trait AnyBitPattern {}
 
 impl<T: CallbackValue> AnyBitPattern for T {}

@@ -96,6 +96,7 @@ pub fn code_name(address: usize) -> Option<&'static str> {
 /// The names of the assembly pieces a call runs, in order ([`code_name`] of each): introspection
 /// for this crate's tests, benchmarks and profiles. Not public API (reached through the doc-hidden `__private`): the
 /// names are the slots of the assembly's code table, which change with it. `Debug` shows them.
+#[doc(hidden)]
 pub trait CodePath {
     /// The entry (`walk_checked`, a `line_*` or `words_*` body, ...), then the program's
     /// handlers. Empty where the plan cannot run here.

@@ -384,6 +384,7 @@ impl CallPlan {
 /// A plan's programs as the assembly runs them, and the copy width they were built for: for
 /// this crate's tests and for ports that drive the assembly by hand. Not public API (reached
 /// through the doc-hidden `__private`): the program format is the assembly's private contract.
+#[doc(hidden)]
 pub trait PlanCode: CodePath {
     /// Prepares `sig` for this target with the given by-value copy width (tests and benchmarks
     /// compare them; [`CallPlan::new`] picks the widest available). Fails with
