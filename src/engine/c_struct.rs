@@ -334,7 +334,7 @@ mod tests {
         assert_eq!((a.size(), a.align()), (core::mem::size_of::<Mixed>(), core::mem::align_of::<Mixed>()));
         assert_eq!(a.fields()[3].count, 5);
         assert_eq!(<Pair as CRet>::c_type(), Some(pair));
-        assert!(Mixed::AGGREGATE && Pair::AGGREGATE);
+        const { assert!(Mixed::AGGREGATE && Pair::AGGREGATE) };
     }
 
     #[test]
