@@ -395,8 +395,7 @@ mod tests {
     #[test]
     fn wide_scalars_take_a_pair_an_even_one_only_when_variadic() {
         for wide in [Type::I128, Type::U128, Type::LongDouble] {
-            let p =
-                place(&Signature::new(vec![Type::I32, wide, Type::F64], Some(wide)).unwrap()).unwrap();
+            let p = place(&Signature::new(vec![Type::I32, wide, Type::F64], Some(wide)).unwrap()).unwrap();
             assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(1) }, "{wide:?}");
             assert_eq!(p.moves[2], Move::Bytes { arg: 1, src: 8, len: 8, to: Loc::Int(2) });
             assert_eq!(p.moves[3], Move::Bytes { arg: 2, src: 0, len: 8, to: Loc::Vec(0) });

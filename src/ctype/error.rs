@@ -195,10 +195,12 @@ pub enum Error {
         /// The binding's type.
         got: TypeDescription,
     },
-    /// A by-value copy width this CPU or target cannot run.
+    /// A by-value copy width this CPU or target cannot run, asked for by the crate's own tests
+    /// and benchmarks (a plan made by [`CallPlan::new`](crate::CallPlan::new) uses the widest
+    /// this CPU runs).
     #[error("the {copy} copy is not available on this CPU")]
     VectorCopyUnavailable {
-        /// Its name (`VectorCopy::name`).
+        /// Its name: `sse`, `avx`, `avx512vl`, `neon` or `xlen`.
         copy: &'static str,
     },
     /// A null pointer where the call needs a value (function, argument or result buffer).

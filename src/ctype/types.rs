@@ -606,6 +606,39 @@ mod tests {
     }
 
     #[test]
+    fn an_aggregate_is_a_copy_handle_equal_layouts_share() {
+        // Type is Copy, aggregates included.
+        let words = [Type::U32; 17];
+        let pair = Type::Aggregate(Aggregate::builder().field(Type::I32).field(Type::F64).build().unwrap());
+        let (a, b) = (pair, pair);
+        assert_eq!(words.len(), 17);
+        assert_eq!(a, b);
+        // The same layout, however it is made, is the same handle; another layout is not.
+        let Type::Aggregate(built) = pair else { unreachable!() };
+        let explicit = Aggregate::from_fields(16, 8, vec![Field::new(0, Type::I32), Field::new(8, Type::F64)]).unwrap();
+        assert!(core::ptr::eq(built.0, explicit.0));
+        assert_eq!(built, explicit);
+        let other = Aggregate::builder().field(Type::I32).field(Type::I64).build().unwrap();
+        assert_ne!(built, other);
+        // Nested: equal when their members are.
+        let outer = |inner: Aggregate| Aggregate::builder().field(Type::Aggregate(inner)).array(Type::U8, 3).build();
+        assert_eq!(outer(built).unwrap(), outer(explicit).unwrap());
+        assert_ne!(outer(built).unwrap(), outer(other).unwrap());
+        // Debug shows the layout, as before it was a handle.
+        assert_eq!(
+            format!("{built:?}"),
+            format!(
+                "Aggregate {{ size: 16, align: 8, natural_align: 8, depth: 1, fields: {:?} }}",
+                [Field::new(0, Type::I32), Field::new(8, Type::F64)]
+            )
+        );
+        assert_eq!(
+            Field::new(4, Type::U16).with_count(3).with_align(8),
+            Field { offset: 4, ty: Type::U16, count: 3, align: 8 }
+        );
+    }
+
+    #[test]
     fn variadic_arguments_must_be_promoted() {
         assert!(matches!(
             Signature::variadic(1, vec![Type::I32, Type::F32], None),

@@ -35,21 +35,12 @@ pub fn pinned_shapes() -> Vec<(&'static str, Signature)> {
             "chars_float_char_double",
             sig(vec![Type::I8, Type::I8, Type::I8, Type::I8, Type::I8, Type::F32, c_d], Some(c_d)),
         ),
-        (
-            "aligned_member_16_on_stack",
-            sig([vec![Type::I64; 9], vec![member16, Type::I32]].concat(), Some(member16)),
-        ),
+        ("aligned_member_16_on_stack", sig([vec![Type::I64; 9], vec![member16, Type::I32]].concat(), Some(member16))),
         ("aligned_member_16_in_registers", sig(vec![Type::I32, member16, Type::I32], Some(Type::I64))),
-        (
-            "aligned_struct_16_on_stack",
-            sig([vec![Type::I64; 9], vec![struct16, Type::I32]].concat(), Some(struct16)),
-        ),
+        ("aligned_struct_16_on_stack", sig([vec![Type::I64; 9], vec![struct16, Type::I32]].concat(), Some(struct16))),
         (
             "aggregate_after_all_registers",
-            sig(
-                [vec![Type::I64; 8], vec![Type::F64; 8], vec![long_double, Type::I32]].concat(),
-                Some(long_double),
-            ),
+            sig([vec![Type::I64; 8], vec![Type::F64; 8], vec![long_double, Type::I32]].concat(), Some(long_double)),
         ),
         (
             "variadic_doubles",
@@ -98,21 +89,9 @@ fn wide_shapes() -> Vec<(&'static str, Signature)> {
     let mut v = vec![
         ("int128_first", sig(vec![i128, Type::I32, u128], Some(i128))),
         ("int128_odd_register", sig(vec![Type::I32, i128, Type::I8, u128], Some(u128))),
-        (
-            "int128_not_split",
-            sig([vec![Type::I64; 5], vec![i128, Type::I64, u128]].concat(), Some(i128)),
-        ),
-        (
-            "int128_after_registers",
-            sig([vec![Type::I64; 7], vec![i128, Type::I32, u128]].concat(), Some(u128)),
-        ),
-        (
-            "int128_in_structs",
-            sig(
-                vec![Type::I32, int128_struct, int128_wide, int128_struct],
-                Some(int128_struct),
-            ),
-        ),
+        ("int128_not_split", sig([vec![Type::I64; 5], vec![i128, Type::I64, u128]].concat(), Some(i128))),
+        ("int128_after_registers", sig([vec![Type::I64; 7], vec![i128, Type::I32, u128]].concat(), Some(u128))),
+        ("int128_in_structs", sig(vec![Type::I32, int128_struct, int128_wide, int128_struct], Some(int128_struct))),
         ("int128_struct_result", sig(vec![i128], Some(int128_wide))),
         ("long_double_first", sig(vec![ld, Type::I32, ld, Type::F64], Some(ld))),
         (
@@ -120,35 +99,21 @@ fn wide_shapes() -> Vec<(&'static str, Signature)> {
             sig([vec![Type::F64; 7], vec![ld, Type::F32, ld, Type::F64]].concat(), Some(ld)),
         ),
         ("long_double_struct", sig(vec![one_ld, Type::I32, one_ld], Some(one_ld))),
-        (
-            "long_double_in_struct",
-            sig(vec![agg(Aggregate::builder().field(Type::I8).field(ld))], Some(Type::F64)),
-        ),
+        ("long_double_in_struct", sig(vec![agg(Aggregate::builder().field(Type::I8).field(ld))], Some(Type::F64))),
         ("complex_float", sig(vec![cf, Type::F32, cf, Type::I32], Some(cf))),
         ("complex_double", sig(vec![cd, Type::F64, cd, Type::I32], Some(cd))),
         ("complex_long_double", sig(vec![cld, Type::I32, cld, ld], Some(cld))),
-        (
-            "complex_after_registers",
-            sig([vec![Type::F64; 7], vec![cd, cf, cf, cd]].concat(), Some(cd)),
-        ),
+        ("complex_after_registers", sig([vec![Type::F64; 7], vec![cd, cf, cf, cd]].concat(), Some(cd))),
         ("complex_in_structs", sig(vec![cf_hfa, cd_pair, cf_hfa], Some(cf_hfa))),
         ("complex_double_struct_result", sig(vec![Type::I32], Some(cd_pair))),
         (
             "wide_on_the_stack",
-            sig(
-                [vec![Type::I64; 9], vec![Type::F64; 9], vec![i128, ld, cld, cd, cf, i128]]
-                    .concat(),
-                Some(cld),
-            ),
+            sig([vec![Type::I64; 9], vec![Type::F64; 9], vec![i128, ld, cld, cd, cf, i128]].concat(), Some(cld)),
         ),
         (
             "variadic_wide",
-            Signature::variadic(
-                1,
-                vec![Type::I32, ld, u128, Type::ComplexF64, cld, Type::ComplexF32, ld],
-                Some(ld),
-            )
-            .unwrap(),
+            Signature::variadic(1, vec![Type::I32, ld, u128, Type::ComplexF64, cld, Type::ComplexF32, ld], Some(ld))
+                .unwrap(),
         ),
     ];
     for n in 2..=4 {
@@ -162,31 +127,15 @@ fn wide_shapes() -> Vec<(&'static str, Signature)> {
 pub fn nccl_shapes() -> Vec<(&'static str, Signature)> {
     let int = Type::I32;
     vec![
-        (
-            "ncclCommInitRank",
-            Signature::new(vec![Type::Pointer, int, unique_id(), int], Some(int)).unwrap(),
-        ),
+        ("ncclCommInitRank", Signature::new(vec![Type::Pointer, int, unique_id(), int], Some(int)).unwrap()),
         (
             "ncclCommInitRankConfig",
-            Signature::new(
-                vec![Type::Pointer, int, unique_id(), int, Type::Pointer],
-                Some(int),
-            )
-            .unwrap(),
+            Signature::new(vec![Type::Pointer, int, unique_id(), int, Type::Pointer], Some(int)).unwrap(),
         ),
         (
             "ncclReduce",
             Signature::new(
-                vec![
-                    Type::Pointer,
-                    Type::Pointer,
-                    Type::U64,
-                    int,
-                    int,
-                    int,
-                    Type::Pointer,
-                    Type::Pointer,
-                ],
+                vec![Type::Pointer, Type::Pointer, Type::U64, int, int, int, Type::Pointer, Type::Pointer],
                 Some(int),
             )
             .unwrap(),
