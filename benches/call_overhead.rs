@@ -36,6 +36,7 @@ mod shapes {
     use core::ffi::c_void;
     use std::hint::black_box;
 
+    use nccl_trampoline::__private::CodePath;
     use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Signature, Type, TypedFn, ValueAt};
 
     /// `ncclUniqueId`: `typedef struct { char internal[128]; } ncclUniqueId;`.

@@ -73,7 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // NCCL's calls: the logger as a variadic function, named arguments then the variable ones.
     let log = |level: i32, line: i32, fmt: &CStr, variable: &[(Type, *const c_void)]| -> Result<(), Error> {
         let named = [Type::I32, Type::U64, Type::Pointer, Type::I32, Type::Pointer];
-        let types = named.iter().cloned().chain(variable.iter().map(|(t, _)| t.clone())).collect();
+        let types = named.iter().cloned().chain(variable.iter().map(|(t, _)| *t)).collect();
         let plan = CallPlan::new(&Signature::variadic(5, types, None)?)?;
         let (flags, file, fmt) = (0x10u64, c"net.cc".as_ptr(), fmt.as_ptr());
         let mut argv = vec![arg(&level), arg(&flags), arg(&file), arg(&line), arg(&fmt)];

@@ -23,7 +23,8 @@
 #      then real launchers (scripts/launchers.sh): Open MPI's and MPICH's mpirun with -np 2
 #      and 4, and srun on a one-host Slurm, each running examples/world with the real NCCL
 #      (one id on every rank, NCCL's own CUDA error) and perf on the stand-ins;
-#   4. the facade, host-API, fault-model and plugin tests under AddressSanitizer (nightly, the C
+#   4. the public API against its committed listings (docs/public-api*.txt, scripts/public-api.sh),
+#      the facade, host-API, fault-model and plugin tests under AddressSanitizer (nightly, the C
 #      stand-ins and test plugins instrumented too, with a negative control that must fail), the pure modules under
 #      Miri, and every cargo-fuzz target for FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
 #   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
@@ -245,6 +246,13 @@ NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "
 NCCL_TRAMPOLINE_CALLBACK_COUNT=$QEMU_CLANG_CALLBACKS NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" \
     cargo test --target "$RISCV64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
+
+if rustup run "$NIGHTLY" rustdoc --version >/dev/null 2>&1; then
+    step "public API ($NIGHTLY rustdoc JSON): docs/public-api.txt and docs/public-api-features.txt still list it (scripts/public-api.sh)"
+    NCCL_TRAMPOLINE_NIGHTLY=$NIGHTLY scripts/public-api.sh
+else
+    step "SKIP the public API listing: the $NIGHTLY toolchain could not be installed"
+fi
 
 if rustup +"$NIGHTLY" component list --installed 2>/dev/null | grep -q '^miri'; then
     step "AddressSanitizer ($NIGHTLY): the facade, host-API, fault-model and plugin tests, the C stand-ins and test plugins instrumented"

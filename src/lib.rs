@@ -137,6 +137,17 @@ pub mod nccl;
 pub mod oracle;
 pub mod plugin;
 
+/// Not public API: the assembly's private contract with the rest of the call core, reachable
+/// here only for this crate's own tests, benchmarks and tools (tests/conformance.rs,
+/// tests/hardening.rs, benches/). Nothing in it is covered by semver: any item may change or go
+/// in any release, patch releases included.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::engine::c_struct::{c_struct_type, AnyBitPattern, CField, CStructField};
+    pub use crate::engine::code::{code_name, layout, table, CheckedEntry, CodePath, TypedEntry, VectorCopy};
+    pub use crate::engine::plan::PlanCode;
+}
+
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
@@ -152,6 +163,5 @@ pub use ctype::limits;
 pub use engine::plan::{arg, CallPlan};
 pub use engine::typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
 pub use ctype::types::{Aggregate, AggregateBuilder, Field, Signature, Type};
-pub use ctype::wide::{Complex, LongDouble};
-pub use engine::VectorCopy;
+pub use ctype::wide::{CLongDouble, Complex};
 pub use foreign::symbols;

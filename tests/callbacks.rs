@@ -29,7 +29,7 @@ use common::{
     random_signature, repo_file, value_ranges, work_dir, CGen, Oracle, Pattern, Rng, CALLER_OPT_LEVELS,
 };
 use nccl_trampoline::{
-    Aggregate, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, LongDouble, Signature, Type,
+    Aggregate, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, CLongDouble, Signature, Type,
     TypeDescription,
 };
 
@@ -67,7 +67,7 @@ impl Seen {
     }
     /// The value bytes (padding excluded) of argument `index` equal those of `want`.
     fn bytes(&self, args: &CallbackArgs<'_>, index: usize, want: &[u8]) {
-        let ty = args.signature().args()[index].clone();
+        let ty = args.signature().args()[index];
         let mut got = vec![0u8; ty.size()];
         if let Err(e) = args.read_bytes(index, &mut got) {
             return self.push(format!("argument {index}: {e}"));
@@ -222,7 +222,7 @@ fn pinned() -> Vec<Shape> {
                 r.set(-77i32).unwrap();
             },
         ),
-        shape("small_structs", sig(vec![ii, dd.clone(), dl.clone(), fid, c3], Some(Type::I64)), |s, a, r| {
+        shape("small_structs", sig(vec![ii, dd, dl, fid, c3], Some(Type::I64)), |s, a, r| {
             s.bytes(a, 0, &bytes_of(&Ii(-11, 22)));
             s.bytes(a, 1, &bytes_of(&Dd(3.5, -4.5)));
             s.bytes(a, 2, &bytes_of(&Dl(5.75, -0x666_6666_6666)));
@@ -232,7 +232,7 @@ fn pinned() -> Vec<Shape> {
         }),
         shape(
             "struct_to_stack",
-            sig([vec![Type::I64; 5], vec![ll.clone(), Type::I64]].concat(), Some(Type::I64)),
+            sig([vec![Type::I64; 5], vec![ll, Type::I64]].concat(), Some(Type::I64)),
             |s, a, r| {
                 for i in 0..5 {
                     s.arg(a, i, i as i64 + 1);
@@ -244,7 +244,7 @@ fn pinned() -> Vec<Shape> {
         ),
         shape(
             "memory_structs",
-            sig(vec![big24.clone(), Type::Pointer, Type::I32, id, Type::I32], Some(Type::I32)),
+            sig(vec![big24, Type::Pointer, Type::I32, id, Type::I32], Some(Type::I32)),
             |s, a, r| {
                 s.bytes(a, 0, &bytes_of(&Big24(-0x1_2345_6789, 2.5, 77)));
                 s.arg(a, 1, 0x12_3456_7890usize as *const c_void);
@@ -275,7 +275,7 @@ fn pinned() -> Vec<Shape> {
             s.arg(a, 0, 5i32);
             r.set_bytes(&bytes_of(&Fff(1.5, 2.5, -3.5))).unwrap();
         }),
-        shape("ret_big", sig(vec![Type::I32, Type::F64, big24.clone()], Some(big24)), |s, a, r| {
+        shape("ret_big", sig(vec![Type::I32, Type::F64, big24], Some(big24)), |s, a, r| {
             s.arg(a, 0, -3i32);
             s.arg(a, 1, 0.5f64);
             s.bytes(a, 2, &bytes_of(&Big24(5, 6.5, 7)));
@@ -285,17 +285,17 @@ fn pinned() -> Vec<Shape> {
             "long_double",
             sig(vec![Type::LongDouble, Type::I32, Type::LongDouble, Type::F64], Some(Type::LongDouble)),
             |s, a, r| {
-                s.bytes(a, 0, &LongDouble::from_f64(1.5).0);
+                s.bytes(a, 0, &CLongDouble::from_f64(1.5).0);
                 s.arg(a, 1, 2i32);
-                s.bytes(a, 2, &LongDouble::from_f64(-3.25).0);
+                s.bytes(a, 2, &CLongDouble::from_f64(-3.25).0);
                 s.arg(a, 3, 4.0f64);
-                r.set(LongDouble::from_f64(-0.0625)).unwrap();
+                r.set(CLongDouble::from_f64(-0.0625)).unwrap();
             },
         ),
         shape("complex_ld", sig(vec![Type::I32, Type::LongDouble], Some(Type::ComplexLongDouble)), |s, a, r| {
             s.arg(a, 0, 9i32);
-            s.bytes(a, 1, &LongDouble::from_f64(2.5).0);
-            r.set(Complex { re: LongDouble::from_f64(3.0), im: LongDouble::from_f64(-4.5) }).unwrap();
+            s.bytes(a, 1, &CLongDouble::from_f64(2.5).0);
+            r.set(Complex { re: CLongDouble::from_f64(3.0), im: CLongDouble::from_f64(-4.5) }).unwrap();
         }),
         shape("int128", sig(vec![Type::I128, Type::I32, Type::U128], Some(Type::I128)), |s, a, r| {
             s.arg(a, 0, ((-0x0123_4567_89ab_cdefi128) << 64) | 0xfedc_ba98_7654_3210);
@@ -609,7 +609,7 @@ fn negative_controls_a_callback_planned_for_another_signature_is_seen() {
     // AAPCS64 returns both {double, int64_t} and {int64_t, double} in x0:x1 (neither is an
     // HFA): there the result control swaps an HFA (d0:d1) for two integers (x0:x1) instead.
     let swapped_result = if cfg!(target_arch = "aarch64") {
-        (sig(vec![], Some(dd.clone())), sig(vec![], Some(ll.clone())))
+        (sig(vec![], Some(dd)), sig(vec![], Some(ll)))
     } else {
         (sig(vec![], Some(dl)), sig(vec![], Some(ld)))
     };

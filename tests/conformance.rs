@@ -14,10 +14,9 @@ use common::{
     build_shared, check_call, check_plan_call, compiler_version, known_compiler_bug, nccl_shapes, pinned_shapes,
     repo_file, work_dir, CGen, Oracle, Pattern, Rng,
 };
-use nccl_trampoline::engine::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
-use nccl_trampoline::{
-    arg, Aggregate, CArg, CallPlan, Complex, LongDouble, Signature, Type, TypedFn, ValueAt, VectorCopy,
-};
+use nccl_trampoline::__private::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
+use nccl_trampoline::__private::{CodePath, PlanCode, VectorCopy};
+use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Complex, CLongDouble, Signature, Type, TypedFn, ValueAt};
 
 fn build_oracle(name: &str, generated: &[String]) -> Oracle {
     let dir = work_dir(name);
@@ -265,7 +264,7 @@ fn narrow_aggregate(rng: &mut Rng) -> Type {
         b = b.array(t, rng.range(1, 16));
     } else {
         for _ in 0..rng.range(1, 3) {
-            let t = narrow[rng.below(narrow.len() as u64) as usize].clone();
+            let t = narrow[rng.below(narrow.len() as u64) as usize];
             let n = rng.range(1, 8 / t.size().min(4) + 1);
             b = b.array(t, n);
         }
@@ -401,9 +400,9 @@ fn every_straight_line_body_matches_the_c_compiler() {
     for n in 0..=MAX_LINE_ARGS as usize {
         for mask in 0..1usize << n {
             let args: Vec<Type> = (0..n)
-                .map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3].clone() } else { Type::I32 })
+                .map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3] } else { Type::I32 })
                 .collect();
-            for ret in [Type::I32, Type::U32, wide[mask % 3].clone()] {
+            for ret in [Type::I32, Type::U32, wide[mask % 3]] {
                 lines.push(Signature::new(args.clone(), Some(ret)).unwrap());
             }
         }
@@ -415,8 +414,8 @@ fn every_straight_line_body_matches_the_c_compiler() {
     let mut words = Vec::new();
     for n in 0..=MAX_WORD_ARGS as usize {
         for ret in &rets {
-            let args = (0..n).map(|_| ints[rng.below(ints.len() as u64) as usize].clone()).collect();
-            words.push(Signature::new(args, ret.clone()).unwrap());
+            let args = (0..n).map(|_| ints[rng.below(ints.len() as u64) as usize]).collect();
+            words.push(Signature::new(args, *ret).unwrap());
         }
     }
     let shapes: Vec<Signature> = lines.iter().chain(&words).cloned().collect();
@@ -473,8 +472,8 @@ fn every_straight_line_body_matches_the_c_compiler() {
 fn frames_larger_than_a_page_are_probed() {
     let big = Type::Aggregate(Aggregate::builder().array(Type::U8, 3000).build().unwrap());
     let sigs = [
-        Signature::new(vec![big.clone(), Type::I32, big.clone()], Some(Type::I64)).unwrap(),
-        Signature::new(vec![Type::F64, big.clone(), big], None).unwrap(),
+        Signature::new(vec![big, Type::I32, big], Some(Type::I64)).unwrap(),
+        Signature::new(vec![Type::F64, big, big], None).unwrap(),
     ];
     let mut gen = CGen::default();
     for (i, sig) in sigs.iter().enumerate() {
@@ -639,12 +638,12 @@ fn lp64d_extends_uint32_and_nan_boxes_floats() {
     eprintln!("raw registers: uint32_t sign-extended, floats NaN-boxed (checked, typed, bound)");
 }
 
-/// Typed bindings of the wide types: `i128` / `u128`, [`LongDouble`] and [`Complex`] arguments
-/// and the results that have a Rust type deliver the C compiler's bytes; `LongDouble::from_f64`
+/// Typed bindings of the wide types: `i128` / `u128`, [`CLongDouble`] and [`Complex`] arguments
+/// and the results that have a Rust type deliver the C compiler's bytes; `CLongDouble::from_f64`
 /// is the C compiler's conversion.
 #[test]
 fn typed_bindings_of_wide_types_match_the_c_compiler() {
-    type WideArgs = (i128, LongDouble, Complex<f32>, Complex<f64>, Complex<LongDouble>, u128, i32);
+    type WideArgs = (i128, CLongDouble, Complex<f32>, Complex<f64>, Complex<CLongDouble>, u128, i32);
     let wide = Signature::new(
         vec![
             Type::I128,
@@ -677,7 +676,7 @@ fn typed_bindings_of_wide_types_match_the_c_compiler() {
         };
         oracle.recording_public()
     };
-    let ld = |v: f64| LongDouble::from_f64(v);
+    let ld = |v: f64| CLongDouble::from_f64(v);
     let ret_bytes: [u8; 16] = std::array::from_fn(|i| 0x31 + i as u8 * 7);
     common::OracleRuntime::set_return_bytes(&oracle, &ret_bytes);
 
@@ -708,7 +707,7 @@ fn typed_bindings_of_wide_types_match_the_c_compiler() {
     assert_eq!(r.to_ne_bytes(), ret_bytes);
 
     // SAFETY: as above.
-    let f: TypedFn<(Complex<f32>, LongDouble), Complex<f32>> =
+    let f: TypedFn<(Complex<f32>, CLongDouble), Complex<f32>> =
         unsafe { CallPlan::new(&cf).unwrap().bind(oracle.sym("w_cf")).unwrap() };
     let (z, x) = (Complex { re: -0.5f32, im: 8.0 }, ld(1.0 / 3.0));
     oracle.rec_reset_public();
@@ -756,21 +755,74 @@ fn typed_bindings_of_wide_types_match_the_c_compiler() {
     let ld_ret = CallPlan::new(&Signature::new(vec![Type::LongDouble], Some(Type::LongDouble)).unwrap()).unwrap();
     assert!(ld_ret.typed_parts().is_none());
     let x = ld(1.0);
-    let mut out = LongDouble::default();
+    let mut out = CLongDouble::default();
     // SAFETY: refused before anything is called.
     let refused =
-        unsafe { ld_ret.call_words(oracle.sym("w_ld_half"), &[arg(&x) as u64], (&mut out as *mut LongDouble).cast()) };
+        unsafe { ld_ret.call_words(oracle.sym("w_ld_half"), &[arg(&x) as u64], (&mut out as *mut CLongDouble).cast()) };
     assert!(matches!(refused, Err(nccl_trampoline::Error::ResultType { .. })), "{refused:?}");
 
-    // LongDouble::from_f64 against the C compiler's arithmetic on the value.
+    // CLongDouble::from_f64 against the C compiler's arithmetic on the value.
     let half = Signature::new(vec![Type::LongDouble], Some(Type::F64)).unwrap();
     // SAFETY: `double w_ld_half(long double)`.
-    let f: TypedFn<(LongDouble,), f64> =
+    let f: TypedFn<(CLongDouble,), f64> =
         unsafe { CallPlan::new(&half).unwrap().bind(oracle.sym("w_ld_half")).unwrap() };
     for v in [3.0, -1.0e-310, 1.0e308, f64::MIN_POSITIVE, 0.1, -0.0, f64::INFINITY] {
         // SAFETY: as above.
         let h = unsafe { f.call((ld(v),)) };
         assert_eq!(h.to_bits(), (v * 0.5).to_bits(), "{v:e}: {:?}", ld(v));
+    }
+}
+
+/// `CLongDouble::to_f64` is the C compiler's `(double)` cast of the target's `long double`
+/// (the x87 on x86-64, libgcc's `__trunctfdf2` on AArch64 and riscv64), bit for bit: doubles,
+/// values between them (rounded to nearest, ties to even), past `f64::MAX`, in and below the
+/// subnormal range, infinities, NaNs with payloads, the x87's denormals and the encodings it
+/// refuses; then seeded random images, their exponents biased towards a double's range.
+#[test]
+fn long_double_to_f64_is_the_c_compilers_conversion() {
+    let convert = "double w_ld_to_double(long double x) { return (double)x; }\n".to_string();
+    let oracle = build_oracle("long-double-to-double", &[convert]);
+    let sig = Signature::new(vec![Type::LongDouble], Some(Type::F64)).unwrap();
+    // SAFETY: `double w_ld_to_double(long double)`.
+    let f: TypedFn<(CLongDouble,), f64> =
+        unsafe { CallPlan::new(&sig).unwrap().bind(oracle.sym("w_ld_to_double")).unwrap() };
+    let x87 = cfg!(target_arch = "x86_64");
+    // One image from a sign, a biased 15-bit exponent and the significand's bits below the
+    // exponent (x87: the 64-bit mantissa, integer bit included; binary128: the 112-bit fraction).
+    let image = |negative: bool, exp: u16, bits: u128| -> CLongDouble {
+        let sign_exp = u128::from(u16::from(negative) << 15 | exp & 0x7fff);
+        let word = if x87 { sign_exp << 64 | (bits & u128::from(u64::MAX)) } else { sign_exp << 112 | bits & ((1 << 112) - 1) };
+        CLongDouble(word.to_le_bytes())
+    };
+    let (one, lead) = (16383u16, if x87 { 1u128 << 63 } else { 0 });
+    let width = if x87 { 63 } else { 112 };
+    let mut images: Vec<CLongDouble> = Vec::new();
+    for exp in [0, 1, one - 1075, one - 1074, one - 1023, one - 1022, one, one + 1023, one + 1024, 0x7ffe, 0x7fff] {
+        for low in [0u128, 1, 1 << (width - 53), (1 << (width - 52)) - 1, 3 << (width - 53), (1 << width) - 1, 1 << (width - 1)] {
+            for negative in [false, true] {
+                images.push(image(negative, exp, lead | low));
+                if x87 {
+                    images.push(image(negative, exp, low));
+                }
+            }
+        }
+    }
+    images.extend([0.0, -0.0, 1.0, 0.1, -1.0e-310, f64::MAX, f64::MIN_POSITIVE, f64::INFINITY].map(CLongDouble::from_f64));
+    let mut rng = Rng(0x10d6_1e5e_ed20_2611);
+    for _ in 0..20_000 {
+        let exp = match rng.below(3) {
+            0 => rng.below(0x8000) as u16,
+            1 => one - 1100 + rng.below(2200) as u16,
+            _ => [one - 1075, one - 1022, one + 1023, 0x7fff][rng.below(4) as usize],
+        };
+        let bits = u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64());
+        images.push(image(rng.chance(50), exp, if x87 && rng.chance(95) { lead | bits } else { bits }));
+    }
+    for x in images {
+        // SAFETY: as above; any bit pattern is a long double operand (the x87 answers the ones
+        // it refuses with its default NaN).
+        let want = unsafe { f.call((x,)) };
+        assert_eq!(x.to_f64().to_bits(), want.to_bits(), "{:02x?}: C says {want:e}", &x.0);
     }
 }
 

@@ -29,7 +29,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use nccl_trampoline::engine::layout::{H_COUNT, TABLE_NAMES, TABLE_SYMBOL};
+use nccl_trampoline::__private::layout::{H_COUNT, TABLE_NAMES, TABLE_SYMBOL};
 
 /// The static archive holding the assembled trampoline object (build.rs).
 const ARCHIVE: &str = env!("NCCL_TRAMPOLINE_CORE_ARCHIVE");

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use common::{build_shared, compiler_version, known_compiler_bug, repo_file, work_dir, Oracle};
-use nccl_trampoline::{Aggregate, CArg, CallbackValue, Complex, Error, LongDouble, Position, Type, TypedCallback};
+use nccl_trampoline::{Aggregate, CArg, CallbackValue, Complex, Error, CLongDouble, Position, Type, TypedCallback};
 
 fn c_callers() -> &'static Oracle {
     static LIB: OnceLock<Oracle> = OnceLock::new();
@@ -106,12 +106,12 @@ where
     }
 }
 
-fn ld(v: f64) -> LongDouble {
-    LongDouble::from_f64(v)
+fn ld(v: f64) -> CLongDouble {
+    CLongDouble::from_f64(v)
 }
 
 /// The 10 value bytes of an x87 long double (the rest is padding C leaves as it is).
-fn ld_bytes(v: LongDouble) -> [u8; 10] {
+fn ld_bytes(v: CLongDouble) -> [u8; 10] {
     v.0[..10].try_into().unwrap()
 }
 
@@ -252,7 +252,7 @@ fn typed_callbacks_called_from_c_for_every_type_family() {
         &mut f,
         &s,
         "long_double",
-        TypedCallback::new(move |a: LongDouble, b: i32, c: LongDouble, d: f64| -> LongDouble {
+        TypedCallback::new(move |a: CLongDouble, b: i32, c: CLongDouble, d: f64| -> CLongDouble {
             t.check("a", ld_bytes(a), ld_bytes(ld(1.5)));
             t.check("b, d", (b, d), (2, 4.0));
             t.check("c", ld_bytes(c), ld_bytes(ld(-3.25)));
@@ -264,7 +264,7 @@ fn typed_callbacks_called_from_c_for_every_type_family() {
         &mut f,
         &s,
         "complex_ld",
-        TypedCallback::new(move |a: i32, b: LongDouble| -> Complex<LongDouble> {
+        TypedCallback::new(move |a: i32, b: CLongDouble| -> Complex<CLongDouble> {
             t.check("a", a, 9);
             t.check("b", ld_bytes(b), ld_bytes(ld(2.5)));
             Complex { re: ld(3.0), im: ld(-4.5) }
@@ -637,7 +637,7 @@ fn direct_negative_controls_are_seen() {
 /// they are, with a typed error.
 #[test]
 fn direct_refuses_long_double_and_aligned_structs() {
-    let e = TypedCallback::direct(|_: i32, _: LongDouble| {}).unwrap_err();
+    let e = TypedCallback::direct(|_: i32, _: CLongDouble| {}).unwrap_err();
     assert_eq!(
         e,
         Error::DirectCallbackType {
@@ -650,7 +650,7 @@ fn direct_refuses_long_double_and_aligned_structs() {
         "the argument 1 of a direct callback is a long double (Rust has no C long double); TypedCallback::new takes it"
     );
     let e =
-        TypedCallback::direct(|_: i32| -> Complex<LongDouble> { Complex { re: ld(0.0), im: ld(0.0) } }).unwrap_err();
+        TypedCallback::direct(|_: i32| -> Complex<CLongDouble> { Complex { re: ld(0.0), im: ld(0.0) } }).unwrap_err();
     assert!(
         matches!(e, Error::DirectCallbackType { position: Position::Result, what } if what.contains("_Complex long double")),
         "{e:?}"
@@ -658,7 +658,7 @@ fn direct_refuses_long_double_and_aligned_structs() {
 
     #[repr(C)]
     #[derive(Clone, Copy)]
-    struct WithLd(i32, LongDouble);
+    struct WithLd(i32, CLongDouble);
     // SAFETY: `struct { int32_t; long double; }`, this layout.
     unsafe impl CArg for WithLd {
         const AGGREGATE: bool = true;
@@ -682,12 +682,7 @@ fn direct_refuses_long_double_and_aligned_structs() {
         const AGGREGATE: bool = true;
         fn c_type() -> Type {
             Type::Aggregate(
-                Aggregate::from_fields(
-                    16,
-                    16,
-                    vec![nccl_trampoline::Field { offset: 0, ty: Type::I64, count: 1, align: 8 }],
-                )
-                .unwrap(),
+                Aggregate::from_fields(16, 16, vec![nccl_trampoline::Field::new(0, Type::I64)]).unwrap(),
             )
         }
     }
@@ -700,7 +695,7 @@ fn direct_refuses_long_double_and_aligned_structs() {
     );
     // The record path takes them.
     assert!(TypedCallback::new(|| -> Aligned { Aligned(0) }).is_ok());
-    assert!(TypedCallback::new(|_: i32, _: LongDouble| {}).is_ok());
+    assert!(TypedCallback::new(|_: i32, _: CLongDouble| {}).is_ok());
 }
 
 /// A direct closure that panics aborts the process with the direct path's message (which also

@@ -29,7 +29,7 @@ use common::{
     build_shared, compiler_version, known_compiler_bug, repo_file, value_ranges, work_dir, Oracle, Rng,
     CALLER_OPT_LEVELS,
 };
-use nccl_trampoline::{arg, CallPlan, Callback, CallbackArgs, Error, LongDouble, Signature, Type, VaList};
+use nccl_trampoline::{arg, CallPlan, Callback, CallbackArgs, Error, CLongDouble, Signature, Type, VaList};
 
 /// False, after checking the refusal, where the target has no callback entries yet.
 fn callbacks_exist() -> bool {
@@ -108,7 +108,7 @@ impl Named {
             Named::Int(v) => args.get::<i32>(index).map(|g| g == *v),
             Named::Long(v) => args.get::<i64>(index).map(|g| g == *v),
             Named::Double(v) => args.get::<f64>(index).map(|g| g.to_bits() == v.to_bits()),
-            Named::LongDouble(v) => args.get::<LongDouble>(index).map(|g| same_long_double(&g, *v)),
+            Named::LongDouble(v) => args.get::<CLongDouble>(index).map(|g| same_long_double(&g, *v)),
             Named::Ptr(v) => args.get::<*const c_void>(index).map(|g| g as usize as u64 == *v),
         };
         match same {
@@ -120,8 +120,8 @@ impl Named {
 }
 
 /// The value bytes of a `long double` equal those of `v` converted by C.
-fn same_long_double(got: &LongDouble, v: f64) -> bool {
-    let want = LongDouble::from_f64(v);
+fn same_long_double(got: &CLongDouble, v: f64) -> bool {
+    let want = CLongDouble::from_f64(v);
     value_ranges(&Type::LongDouble).iter().all(|&(o, l)| got.0[o..o + l] == want.0[o..o + l])
 }
 
@@ -259,7 +259,7 @@ impl Var {
                     let want = (strings as *const *const c_char).add(*k).read();
                     va.arg::<*const c_char>().map(|g| g == want)
                 }
-                Var::LongDouble(v, _) => va.arg::<LongDouble>().map(|g| same_long_double(&g, *v)),
+                Var::LongDouble(v, _) => va.arg::<CLongDouble>().map(|g| same_long_double(&g, *v)),
                 Var::Int128(v) => va.arg::<i128>().map(|g| g == *v),
             }
         };

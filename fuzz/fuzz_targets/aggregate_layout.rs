@@ -63,7 +63,7 @@ fn aggregate(u: &mut Unstructured<'_>, inner: &[Type]) -> Result<Option<Aggregat
     } else {
         let mut fields = Vec::new();
         for _ in 0..u.int_in_range(0..=6u8)? {
-            fields.push(Field { offset: number(u)?, ty: ty(u, inner)?, count: number(u)?, align: number(u)? });
+            fields.push(Field::new(number(u)?, ty(u, inner)?).with_count(number(u)?).with_align(number(u)?));
         }
         Aggregate::from_fields(number(u)?, number(u)?, fields)
     };

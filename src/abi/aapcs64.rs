@@ -31,7 +31,7 @@
 //! "Natural alignment" of a composite is the largest alignment of its members, not counting an
 //! alignment attribute on the composite itself ([`Aggregate::natural_align`]).
 
-use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, IndirectResult, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::ctype::error::Error;
 use crate::ctype::types::{Aggregate, Signature, Type};
 
@@ -42,14 +42,14 @@ pub const VEC_REGS: u8 = 8;
 
 /// If `agg` is a homogeneous floating-point aggregate, its member type and count.
 pub fn hfa(agg: &Aggregate) -> Option<(Type, usize)> {
-    homogeneous(&Type::Aggregate(agg.clone()))
+    homogeneous(&Type::Aggregate(*agg))
 }
 
 /// If `ty` is an HFA (an aggregate or a complex type), its member type and count.
 fn homogeneous(ty: &Type) -> Option<(Type, usize)> {
     let mut scalars = Vec::new();
-    ty.for_each_scalar(0, &mut |_, t| scalars.push(t.clone()));
-    let first = scalars.first()?.clone();
+    ty.for_each_scalar(0, &mut |_, t| scalars.push(*t));
+    let first = *scalars.first()?;
     if !first.is_float() || scalars.len() > 4 || scalars.iter().any(|t| *t != first) {
         return None;
     }
@@ -110,7 +110,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                     })
                     .collect(),
             ),
-            None if agg.size() > 16 => ResultPlace::Indirect { via_x8: true },
+            None if agg.size() > 16 => ResultPlace::Indirect(IndirectResult::DedicatedRegister),
             None => ResultPlace::Regs(
                 (0..agg.size().div_ceil(8))
                     .map(|k| RetPiece {
@@ -293,7 +293,7 @@ mod tests {
         let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 3).build().unwrap());
         let p = place(&Signature::new(vec![Type::I32], Some(big)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::Int { arg: 0, len: 4, signed: true, to: Loc::Int(0) });
-        assert_eq!(p.result, ResultPlace::Indirect { via_x8: true });
+        assert_eq!(p.result, ResultPlace::Indirect(IndirectResult::DedicatedRegister));
     }
 
     #[test]
@@ -312,7 +312,7 @@ mod tests {
     #[test]
     fn long_double_is_a_q_register_and_an_hfa_member() {
         let h = Type::Aggregate(Aggregate::builder().array(Type::LongDouble, 3).build().unwrap());
-        let p = place(&Signature::new(vec![Type::LongDouble, h.clone()], Some(h)).unwrap()).unwrap();
+        let p = place(&Signature::new(vec![Type::LongDouble, h], Some(h)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 16, to: Loc::Vec(0) });
         assert_eq!(p.moves[3], Move::Bytes { arg: 1, src: 32, len: 16, to: Loc::Vec(3) });
         assert_eq!(

@@ -36,7 +36,7 @@
 //!   a flattened struct; larger than 16 bytes through a caller buffer whose address is an
 //!   implicit first argument in a0.
 
-use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, IndirectResult, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::ctype::error::Error;
 use crate::ctype::types::{Aggregate, Signature, Type};
 
@@ -120,7 +120,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
         Some(Type::ComplexLongDouble) => {
             st.moves.push(Move::ResultAddress { to: Loc::Int(0) });
             st.ngr = 1;
-            ResultPlace::Indirect { via_x8: false }
+            ResultPlace::Indirect(IndirectResult::HiddenArgument)
         }
         Some(Type::Aggregate(agg)) => match flatten(agg) {
             Some(members) => {
@@ -144,7 +144,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                 // The caller's buffer, as an implicit first argument.
                 st.moves.push(Move::ResultAddress { to: Loc::Int(0) });
                 st.ngr = 1;
-                ResultPlace::Indirect { via_x8: false }
+                ResultPlace::Indirect(IndirectResult::HiddenArgument)
             }
             None => ResultPlace::Regs(
                 (0..agg.size().div_ceil(8))
@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn float_and_integer_structs_are_flattened_when_named() {
         let fi = Type::Aggregate(Aggregate::builder().field(Type::F32).field(Type::I8).build().unwrap());
-        let p = place(&Signature::new(vec![Type::I32, fi.clone()], Some(fi.clone())).unwrap()).unwrap();
+        let p = place(&Signature::new(vec![Type::I32, fi], Some(fi)).unwrap()).unwrap();
         assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 4, to: Loc::Vec(0) });
         assert_eq!(p.moves[2], Move::Bytes { arg: 1, src: 4, len: 1, to: Loc::Int(1) });
         assert_eq!(
@@ -385,7 +385,7 @@ mod tests {
     #[test]
     fn aligned_variadic_pairs_start_at_an_even_register() {
         let a16 = Type::Aggregate(Aggregate::builder().field_aligned(Type::I64, 16).field(Type::I64).build().unwrap());
-        let p = place(&Signature::variadic(1, vec![Type::I32, a16.clone()], None).unwrap()).unwrap();
+        let p = place(&Signature::variadic(1, vec![Type::I32, a16], None).unwrap()).unwrap();
         assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(2) });
         // Named: no skipping.
         let p = place(&Signature::new(vec![Type::I32, a16], None).unwrap()).unwrap();
@@ -395,8 +395,7 @@ mod tests {
     #[test]
     fn wide_scalars_take_a_pair_an_even_one_only_when_variadic() {
         for wide in [Type::I128, Type::U128, Type::LongDouble] {
-            let p =
-                place(&Signature::new(vec![Type::I32, wide.clone(), Type::F64], Some(wide.clone())).unwrap()).unwrap();
+            let p = place(&Signature::new(vec![Type::I32, wide, Type::F64], Some(wide)).unwrap()).unwrap();
             assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(1) }, "{wide:?}");
             assert_eq!(p.moves[2], Move::Bytes { arg: 1, src: 8, len: 8, to: Loc::Int(2) });
             assert_eq!(p.moves[3], Move::Bytes { arg: 2, src: 0, len: 8, to: Loc::Vec(0) });
@@ -407,7 +406,7 @@ mod tests {
                     RetPiece { from: RetReg::Int(1), dst: 8, len: 8 },
                 ])
             );
-            let p = place(&Signature::variadic(1, vec![Type::I32, wide.clone()], None).unwrap()).unwrap();
+            let p = place(&Signature::variadic(1, vec![Type::I32, wide], None).unwrap()).unwrap();
             assert_eq!(p.moves[1], Move::Bytes { arg: 1, src: 0, len: 8, to: Loc::Int(2) }, "{wide:?}");
         }
         // A long double member is wider than FLEN: no flattening.
@@ -441,6 +440,6 @@ mod tests {
         let p = place(&Signature::new(vec![Type::I32], Some(big)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::ResultAddress { to: Loc::Int(0) });
         assert_eq!(p.moves[1], Move::Int { arg: 0, len: 4, signed: true, to: Loc::Int(1) });
-        assert_eq!(p.result, ResultPlace::Indirect { via_x8: false });
+        assert_eq!(p.result, ResultPlace::Indirect(IndirectResult::HiddenArgument));
     }
 }

@@ -86,7 +86,8 @@ impl Abi {
 }
 
 /// Where a piece of an argument goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Loc {
     /// Integer argument register `n` (rdi, rsi, rdx, rcx, r8, r9 / x0..x7 / a0..a7), from its
     /// low byte.
@@ -99,7 +100,8 @@ pub enum Loc {
 }
 
 /// One step of moving arguments into place, in the order the plan runs them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Move {
     /// An integer or pointer argument of `len` bytes, extended to 64 bits (sign-extended when
     /// `signed`), into a register or an 8-byte stack slot.
@@ -142,40 +144,57 @@ pub enum Move {
         /// Destination.
         to: Loc,
     },
-    /// The address of the caller's result buffer, as the hidden first argument (SysV MEMORY
-    /// class results, LP64D results larger than 16 bytes).
+    /// The address of the caller's result buffer, as the hidden first argument
+    /// ([`IndirectResult::HiddenArgument`]: SysV MEMORY class results, LP64D results larger than
+    /// 16 bytes).
     ResultAddress {
         /// Destination.
         to: Loc,
     },
 }
 
-/// A result register.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A result register, by register file and number (as [`Loc`] names argument registers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RetReg {
-    /// rax, rdx / x0, x1 / a0, a1.
+    /// Integer result register `n`: rax, rdx / x0, x1 / a0, a1.
     Int(u8),
-    /// xmm0, xmm1 / v0..v3 / fa0, fa1.
+    /// Vector or floating-point result register `n`: xmm0, xmm1 / v0..v3 / fa0, fa1.
     Vec(u8),
-    /// The x87 register stack (x86-64 only): `st(0)`, `st(1)`. A piece of this kind is a
-    /// `long double` (10 value bytes), popped from the x87 stack as it is stored.
+    /// Entry `n` of the x87 register stack (x86-64 only): `st(0)`, `st(1)`. A piece of this kind
+    /// is a `long double` (10 value bytes), popped from the x87 stack as it is stored. Named, like
+    /// `Int` and `Vec`, by its register file: the psABI's name for that file and for the classes
+    /// returned in it (X87, X87UP, COMPLEX_X87), which has no ABI-neutral equivalent.
     X87(u8),
 }
 
 /// Where the result comes back.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ResultPlace {
     /// `void`.
     Void,
     /// In registers: each piece copies `len` bytes from the low end of `from` to byte `dst`
     /// of the result.
     Regs(Vec<RetPiece>),
-    /// The callee writes the result through a pointer: the hidden first argument (SysV, which
-    /// then has a [`Move::ResultAddress`]) or x8 (AAPCS64).
-    Indirect {
-        /// True when the address goes in the dedicated indirect-result register (x8).
-        via_x8: bool,
-    },
+    /// In memory: the callee writes the result to a buffer of the caller's, whose address it is
+    /// given the way [`IndirectResult`] says.
+    Indirect(IndirectResult),
+}
+
+/// How the caller gives a callee the address of the buffer it writes an indirect result to
+/// ([`ResultPlace::Indirect`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IndirectResult {
+    /// As a hidden first argument, in the first integer argument register ahead of the real
+    /// arguments, which move up one: SysV x86-64's MEMORY-class results (rdi), LP64D's results
+    /// larger than two registers (a0). The placement has a [`Move::ResultAddress`] for it.
+    HiddenArgument,
+    /// In the ABI's dedicated indirect-result register, which is not an argument register and
+    /// leaves the arguments where they are: AAPCS64's indirect result location register XR (x8),
+    /// for results larger than 16 bytes that are not HFAs or HVAs.
+    DedicatedRegister,
 }
 
 /// The placement's state after the last argument: the argument registers taken and the stack
@@ -183,9 +202,11 @@ pub enum ResultPlace {
 /// `overflow_arg_area`; AAPCS64: NGRN, NSRN, NSAA after the named arguments, C.12 and C.3
 /// included: a composite that did not fit takes every remaining register; LP64D: the next a
 /// register, then the stack). A variadic callee's `va_start` begins there.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct NextArg {
-    /// Integer argument registers taken (the hidden result address included, x8 not).
+    /// Integer argument registers taken (a hidden result address included, AAPCS64's dedicated
+    /// result register not).
     pub int: u8,
     /// Vector / floating-point argument registers taken.
     pub vec: u8,
@@ -194,7 +215,8 @@ pub struct NextArg {
 }
 
 /// A piece of a result returned in registers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct RetPiece {
     /// Register.
     pub from: RetReg,
@@ -205,7 +227,8 @@ pub struct RetPiece {
 }
 
 /// The outcome of placing a signature: the moves, the sizes of the two images, and the result.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Placement {
     /// Moves, in argument order.
     pub moves: Vec<Move>,

@@ -26,7 +26,7 @@
 //!   eightbyte / two); `_Complex long double` is COMPLEX_X87: memory as an argument, `%st(0)`
 //!   (real) and `%st(1)` (imaginary) as a result.
 
-use super::{arg_index, offset32, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
+use super::{arg_index, offset32, IndirectResult, Loc, Move, NextArg, Placement, ResultPlace, RetPiece, RetReg};
 use crate::ctype::error::Error;
 use crate::ctype::types::{Signature, Type};
 
@@ -35,8 +35,10 @@ pub const INT_REGS: u8 = 6;
 /// Vector argument registers.
 pub const VEC_REGS: u8 = 8;
 
-/// The class of one eightbyte of an aggregate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The class of one eightbyte of an aggregate (psABI 3.2.3). Not every class of the psABI has a
+/// variant yet (SSEUP, of the vector types, which [`Type`] lacks), hence `#[non_exhaustive]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Class {
     /// Only padding.
     NoClass,
@@ -137,7 +139,7 @@ pub fn place(sig: &Signature) -> Result<Placement, Error> {
                 // The hidden result pointer is the first integer argument.
                 st.moves.push(Move::ResultAddress { to: Loc::Int(0) });
                 st.int = 1;
-                ResultPlace::Indirect { via_x8: false }
+                ResultPlace::Indirect(IndirectResult::HiddenArgument)
             }
             Some(classes) => ResultPlace::Regs(result_pieces(ty, &classes)),
         },
@@ -315,7 +317,7 @@ mod tests {
         let p = place(&Signature::new(vec![Type::I32], Some(big)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::ResultAddress { to: Loc::Int(0) });
         assert_eq!(p.moves[1], Move::Int { arg: 0, len: 4, signed: true, to: Loc::Int(1) });
-        assert_eq!(p.result, ResultPlace::Indirect { via_x8: false });
+        assert_eq!(p.result, ResultPlace::Indirect(IndirectResult::HiddenArgument));
     }
 
     #[test]
@@ -369,7 +371,7 @@ mod tests {
         assert_eq!(p.result, ResultPlace::Regs(vec![RetPiece { from: RetReg::X87(0), dst: 0, len: 10 }]));
         let one = Type::Aggregate(Aggregate::builder().field(Type::LongDouble).build().unwrap());
         assert_eq!(classify(&one), Some(vec![Class::X87, Class::X87Up]));
-        let p = place(&Signature::new(vec![one.clone()], Some(one)).unwrap()).unwrap();
+        let p = place(&Signature::new(vec![one], Some(one)).unwrap()).unwrap();
         assert_eq!(p.moves[0], Move::Bytes { arg: 0, src: 0, len: 16, to: Loc::Stack(0) });
         assert_eq!(p.result, ResultPlace::Regs(vec![RetPiece { from: RetReg::X87(0), dst: 0, len: 10 }]));
     }

@@ -3,11 +3,19 @@
 use core::fmt;
 
 /// What can fail in the call core, one variant per failure site: making a
-/// [`Signature`](crate::Signature) or [`Aggregate`](crate::Aggregate), planning, binding and
-/// calling. The layers above have their own errors, with this one as their `source()`: the NCCL
-/// facade's [`nccl::Error`](crate::nccl::Error), the CUDA driver's
-/// [`cuda::Error`](crate::cuda::Error), the launchers' [`launch::Error`](crate::launch::Error)
-/// (docs/adr/0019-errors-per-layer.md).
+/// [`Signature`](crate::Signature) or [`Aggregate`](crate::Aggregate), planning, binding,
+/// calling, making callbacks and resolving symbol tables.
+///
+/// The crate has one error per layer (docs/adr/0019-errors-per-layer.md); each wraps the ones
+/// below it, and this one, the call core's, is at the bottom:
+///
+/// | layer | its error |
+/// | --- | --- |
+/// | the call core: C types, placement, plans, typed bindings, callbacks, symbol tables | `nccl_trampoline::Error` (this one) |
+/// | the CUDA driver's binding | [`cuda::Error`](crate::cuda::Error): this one in `Core` |
+/// | the NCCL facade | [`nccl::Error`](crate::nccl::Error): this one in `Core`, `cuda::Error` in `Cuda` |
+/// | the launchers, the unique id's route and MPI | [`launch::Error`](crate::launch::Error): the facade's, the rendezvous's ([`launch::rendezvous::Error`](crate::launch::rendezvous::Error)), the CUDA driver's and this one |
+/// | NCCL's plugins: finding, loading, hosting and testing them | [`plugin::PluginError`](crate::plugin::PluginError): this one in `Core` |
 ///
 /// It is `Copy` and building one never allocates: every field is a number, a `&'static str` or a
 /// [`TypeDescription`], so a call that fails allocates no more than one that succeeds.
@@ -187,10 +195,12 @@ pub enum Error {
         /// The binding's type.
         got: TypeDescription,
     },
-    /// A by-value copy width this CPU or target cannot run.
+    /// A by-value copy width this CPU or target cannot run, asked for by the crate's own tests
+    /// and benchmarks (a plan made by [`CallPlan::new`](crate::CallPlan::new) uses the widest
+    /// this CPU runs).
     #[error("the {copy} copy is not available on this CPU")]
     VectorCopyUnavailable {
-        /// Its name (`VectorCopy::name`).
+        /// Its name: `sse`, `avx`, `avx512vl`, `neon` or `xlen`.
         copy: &'static str,
     },
     /// A null pointer where the call needs a value (function, argument or result buffer).
@@ -350,8 +360,10 @@ impl fmt::Display for TypeDescription {
     }
 }
 
-/// A value of a signature: an argument (by index) or the result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A value of a signature: an argument (by index) or the result. More may name a value later
+/// (a variable argument, say), hence `#[non_exhaustive]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Position {
     /// Argument `n`, from 0.
     Argument(usize),

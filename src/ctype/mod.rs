@@ -1,6 +1,6 @@
 //! The C type model, the bottom of the call core: C's scalar, `long double`, complex and
 //! aggregate types as the core sees them ([`Type`](types::Type), [`Aggregate`](types::Aggregate),
-//! [`Signature`](types::Signature)), the values of the types Rust lacks ([`LongDouble`](wide::LongDouble),
+//! [`Signature`](types::Signature)), the values of the types Rust lacks ([`CLongDouble`](wide::CLongDouble),
 //! [`Complex`](wide::Complex)), the limits a signature must stay within, and the call core's
 //! error, which every layer of the core reports with.
 //!

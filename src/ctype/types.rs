@@ -1,12 +1,25 @@
 //! C types as the call core sees them: scalars, aggregates described by their field layout,
 //! and signatures. Nothing here knows about registers; `crate::abi` maps these to locations.
+//!
+//! [`Type`] is `Copy`: an aggregate is a handle to its layout, which is stored once per process
+//! (see [`Aggregate`]).
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::ctype::error::Error;
 use crate::ctype::error::TypeDescription;
 use crate::ctype::limits::{MAX_AGGREGATE_BYTES, MAX_ALIGN, MAX_ARGS, MAX_NESTING};
 
 /// A C argument or return type.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// `Copy`, however large the struct it describes: an [`Aggregate`] is a handle. New C types
+/// (vector types, `_Float16`, ...) may be added, hence `#[non_exhaustive]`.
+///
+/// The `long double` type is [`Type::LongDouble`]; its values are
+/// [`CLongDouble`](crate::CLongDouble).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Type {
     /// `int8_t` / `signed char`.
     I8,
@@ -160,7 +173,7 @@ impl Type {
 
     fn depth(&self) -> usize {
         match self {
-            Type::Aggregate(a) => a.depth,
+            Type::Aggregate(a) => a.0.depth,
             _ => 0,
         }
     }
@@ -176,7 +189,7 @@ impl Type {
         }
         match self {
             Type::Aggregate(a) => {
-                for field in &a.fields {
+                for field in a.fields() {
                     let stride = field.ty.size();
                     for k in 0..field.count {
                         field.ty.for_each_scalar(base + field.offset + k * stride, f);
@@ -189,8 +202,11 @@ impl Type {
 }
 
 /// One field of an [`Aggregate`]: `count` consecutive elements of `ty` starting at `offset`
-/// (`count > 1` is a C array member).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// (`count > 1` is a C array member). Make one with [`Field::new`], then
+/// [`with_count`](Field::with_count) and [`with_align`](Field::with_align); what a field may
+/// describe can grow (bit-fields, say), hence `#[non_exhaustive]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Field {
     /// Byte offset from the start of the aggregate.
     pub offset: usize,
@@ -202,15 +218,88 @@ pub struct Field {
     pub align: usize,
 }
 
+impl Field {
+    /// A plain member of type `ty` at byte `offset`: one element, aligned as its type.
+    pub fn new(offset: usize, ty: Type) -> Self {
+        Field { offset, ty, count: 1, align: ty.align() }
+    }
+
+    /// This field as an array member of `count` elements.
+    pub fn with_count(self, count: usize) -> Self {
+        Field { count, ..self }
+    }
+
+    /// This field declared with alignment `align` (`_Alignas`, at least the type's).
+    pub fn with_align(self, align: usize) -> Self {
+        Field { align, ..self }
+    }
+}
+
 /// A C `struct` by its layout. Build one with [`Aggregate::builder`] (C's layout algorithm) or
 /// [`Aggregate::from_fields`] (an explicit layout, validated).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Aggregate {
+///
+/// An `Aggregate` is a `Copy` handle to its layout. Each distinct layout (size, alignment and
+/// fields, nested structs included) is stored once, process-wide, when it is first built, and
+/// kept for the life of the process; building an equal layout again returns the same handle, so
+/// two aggregates are equal exactly when their layouts are. The cost: a lock and a hash lookup
+/// each time a layout is built (plan time, never during a call), and memory that is never given
+/// back, about 100 bytes plus 40 per field for each distinct layout. A program that builds
+/// unboundedly many different layouts grows by that much for each.
+#[derive(Clone, Copy)]
+pub struct Aggregate(&'static Layout);
+
+/// What an [`Aggregate`] points to: the validated layout, stored once per process.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Layout {
     size: usize,
     align: usize,
     natural_align: usize,
     depth: usize,
-    fields: Vec<Field>,
+    fields: Box<[Field]>,
+}
+
+impl Layout {
+    /// The stored layout equal to this one: the one stored before, or this one, stored now.
+    fn intern(self) -> Aggregate {
+        static LAYOUTS: OnceLock<Mutex<HashSet<&'static Layout>>> = OnceLock::new();
+        // Nothing panics while holding the lock; a poisoned set is still consistent.
+        let mut layouts = LAYOUTS.get_or_init(Default::default).lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&stored) = layouts.get(&self) {
+            return Aggregate(stored);
+        }
+        let stored: &'static Layout = Box::leak(Box::new(self));
+        layouts.insert(stored);
+        Aggregate(stored)
+    }
+}
+
+// Equal layouts are one stored layout (Layout::intern), so the handle's identity is the layout's
+// equality, and its address a hash consistent with it.
+impl PartialEq for Aggregate {
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for Aggregate {}
+
+impl core::hash::Hash for Aggregate {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        core::ptr::hash(self.0, state)
+    }
+}
+
+impl core::fmt::Debug for Aggregate {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let Layout { size, align, natural_align, depth, fields } = self.0;
+        f.debug_struct("Aggregate")
+            .field("size", size)
+            .field("align", align)
+            .field("natural_align", natural_align)
+            .field("depth", depth)
+            .field("fields", fields)
+            .finish()
+    }
 }
 
 impl Aggregate {
@@ -267,34 +356,34 @@ impl Aggregate {
         if depth + 1 > MAX_NESTING {
             return Err(Error::NestingTooDeep { limit: MAX_NESTING });
         }
-        Ok(Aggregate { size, align, natural_align, depth: depth + 1, fields })
+        Ok(Layout { size, align, natural_align, depth: depth + 1, fields: fields.into_boxed_slice() }.intern())
     }
 
     /// `sizeof`.
     pub fn size(&self) -> usize {
-        self.size
+        self.0.size
     }
 
     /// `_Alignof`, including an alignment attribute on the struct itself.
     pub fn align(&self) -> usize {
-        self.align
+        self.0.align
     }
 
     /// The largest member alignment, ignoring an attribute on the struct itself: the
     /// "natural alignment" AAPCS64 uses to place arguments (as GCC and Clang do).
     pub fn natural_align(&self) -> usize {
-        self.natural_align
+        self.0.natural_align
     }
 
     /// The fields in offset order.
-    pub fn fields(&self) -> &[Field] {
-        &self.fields
+    pub fn fields(&self) -> &'static [Field] {
+        &self.0.fields
     }
 
     /// The scalar members with their offsets, arrays and nested structs expanded.
     pub fn scalars(&self) -> Vec<(usize, Type)> {
         let mut out = Vec::new();
-        Type::Aggregate(self.clone()).for_each_scalar(0, &mut |off, t| out.push((off, t.clone())));
+        Type::Aggregate(*self).for_each_scalar(0, &mut |off, t| out.push((off, *t)));
         out
     }
 }
@@ -371,7 +460,7 @@ impl AggregateBuilder {
 
 /// A C function type: argument types, return type, and for variadic functions the number of
 /// named arguments.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Signature {
     args: Vec<Type>,
     ret: Option<Type>,
@@ -506,13 +595,46 @@ mod tests {
         );
         let inner = Type::Aggregate(Aggregate::builder().array(Type::I8, 4000).build().unwrap());
         assert_eq!(
-            Aggregate::builder().field(inner.clone()).field(inner).build(),
+            Aggregate::builder().field(inner).field(inner).build(),
             Err(Error::AggregateTooLarge { size: 8000, limit: MAX_AGGREGATE_BYTES })
         );
         let pair = Type::Aggregate(Aggregate::builder().field(Type::I32).field(Type::I32).build().unwrap());
         assert_eq!(
             Aggregate::from_fields(16, 4, vec![f(0, pair, usize::MAX / 4, 4)]),
             Err(Error::FieldOverflow { index: 0, offset: 0, count: usize::MAX / 4 })
+        );
+    }
+
+    #[test]
+    fn an_aggregate_is_a_copy_handle_equal_layouts_share() {
+        // Type is Copy, aggregates included.
+        let words = [Type::U32; 17];
+        let pair = Type::Aggregate(Aggregate::builder().field(Type::I32).field(Type::F64).build().unwrap());
+        let (a, b) = (pair, pair);
+        assert_eq!(words.len(), 17);
+        assert_eq!(a, b);
+        // The same layout, however it is made, is the same handle; another layout is not.
+        let Type::Aggregate(built) = pair else { unreachable!() };
+        let explicit = Aggregate::from_fields(16, 8, vec![Field::new(0, Type::I32), Field::new(8, Type::F64)]).unwrap();
+        assert!(core::ptr::eq(built.0, explicit.0));
+        assert_eq!(built, explicit);
+        let other = Aggregate::builder().field(Type::I32).field(Type::I64).build().unwrap();
+        assert_ne!(built, other);
+        // Nested: equal when their members are.
+        let outer = |inner: Aggregate| Aggregate::builder().field(Type::Aggregate(inner)).array(Type::U8, 3).build();
+        assert_eq!(outer(built).unwrap(), outer(explicit).unwrap());
+        assert_ne!(outer(built).unwrap(), outer(other).unwrap());
+        // Debug shows the layout, as before it was a handle.
+        assert_eq!(
+            format!("{built:?}"),
+            format!(
+                "Aggregate {{ size: 16, align: 8, natural_align: 8, depth: 1, fields: {:?} }}",
+                [Field::new(0, Type::I32), Field::new(8, Type::F64)]
+            )
+        );
+        assert_eq!(
+            Field::new(4, Type::U16).with_count(3).with_align(8),
+            Field { offset: 4, ty: Type::U16, count: 3, align: 8 }
         );
     }
 

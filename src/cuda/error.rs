@@ -2,9 +2,13 @@
 
 use std::time::Duration;
 
-/// What can fail in the CUDA driver's binding, one variant per failure site. The call core's
-/// error is the `source()` of [`Error::Core`]; the facade wraps this one in
-/// [`nccl::Error::Cuda`](crate::nccl::Error::Cuda).
+/// What can fail in the CUDA driver's binding, one variant per failure site: the CUDA layer's
+/// error, one of the crate's errors per layer (docs/adr/0019-errors-per-layer.md). Below it, the
+/// call core's [`crate::Error`] is the `source()` of [`Error::Core`]; above it, the NCCL
+/// facade's [`nccl::Error`](crate::nccl::Error) wraps this one in
+/// [`nccl::Error::Cuda`](crate::nccl::Error::Cuda), and the launchers'
+/// [`launch::Error`](crate::launch::Error) in its GPU choice. The plugins' error is
+/// [`plugin::PluginError`](crate::plugin::PluginError).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {

@@ -14,6 +14,7 @@ use crate::engine::typed::{
 };
 use crate::ctype::types::{Signature, Type};
 use crate::ctype::wide::Complex;
+use crate::engine::code::CodePath;
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
 
 /// A signature prepared for calling through the assembly core.
@@ -134,18 +135,6 @@ impl CallPlan {
         Ok(Self::compile(abi, sig.clone(), &placement, copy))
     }
 
-    /// Prepares `sig` for this target with the given by-value copy width (tests and benchmarks
-    /// compare them; [`new`](CallPlan::new) picks the widest available). Fails with
-    /// [`Error::VectorCopyUnavailable`] where this CPU or target cannot run it.
-    pub fn with_vector_copy(sig: &Signature, copy: VectorCopy) -> Result<Self, Error> {
-        let abi = Abi::native().ok_or(Error::UnsupportedTarget { target: engine::TARGET })?;
-        if !copy.is_available() {
-            return Err(Error::VectorCopyUnavailable { copy: copy.name() });
-        }
-        let placement = abi.place(sig)?;
-        Ok(Self::compile(abi, sig.clone(), &placement, Some(copy)))
-    }
-
     fn compile(abi: Abi, signature: Signature, placement: &Placement, copy: Option<VectorCopy>) -> Self {
         let argc = signature.args().len();
         let ret = RetClass::of(signature.ret());
@@ -183,49 +172,11 @@ impl CallPlan {
         &self.signature
     }
 
-    /// The by-value copy width of this plan's programs (`None` where it cannot run here).
-    pub fn vector_copy(&self) -> Option<VectorCopy> {
-        self.copy
-    }
-
     /// Where every argument and the result go, as computed when the plan was made.
     pub fn placement(&self) -> Placement {
         // Recomputed on demand: the plan keeps only what a call needs. The signature was placed
         // successfully once, so placing it again cannot fail.
         self.abi.place(&self.signature).expect("a planned signature places again")
-    }
-
-    /// The names of the assembly pieces [`call`](CallPlan::call) runs, in order: the entry
-    /// (`walk_checked` or a `wrap_*`), a straight-line body, then the program's handlers.
-    /// Empty where the plan cannot run here. Introspection for tests and profiles.
-    pub fn code_path(&self) -> Vec<&'static str> {
-        if engine::code_name(self.entry as usize).is_none() {
-            return Vec::new();
-        }
-        program::code_path(self.entry as usize, &self.program)
-    }
-
-    /// As [`code_path`](CallPlan::code_path), for [`call_words`](CallPlan::call_words) and
-    /// typed bindings.
-    pub fn typed_code_path(&self) -> Vec<&'static str> {
-        match &self.typed {
-            Some((entry, prog)) => program::code_path(*entry, prog),
-            None => self.code_path(),
-        }
-    }
-
-    /// The checked entry's address and its program, for tests and ports that drive the
-    /// assembly by hand: `entry(argv, ret, func, program.as_ptr()) -> status`
-    /// ([`CheckedEntry`]; `argv` holds argument pointers).
-    pub fn checked_parts(&self) -> (usize, &[u64]) {
-        (self.entry as usize, &self.program)
-    }
-
-    /// The typed entry's address and its program, where the plan has them (a native plan
-    /// whose result is void or a scalar): `entry(words, func, program.as_ptr()) -> R`
-    /// ([`TypedEntry`]; `words` holds argument words).
-    pub fn typed_parts(&self) -> Option<(usize, &[u64])> {
-        self.typed.as_ref().map(|(entry, program)| (*entry, &program[..]))
     }
 
     /// Calls `func` with `args` and writes its result to `ret`.
@@ -427,6 +378,73 @@ impl CallPlan {
         // header followed by this plan's checked program (for A -> R, checked by the caller);
         // func's signature is the caller's contract.
         Ok(unsafe { TypedFn::from_parts(entry, func, program.into_boxed_slice()) })
+    }
+}
+
+/// A plan's programs as the assembly runs them, and the copy width they were built for: for
+/// this crate's tests and for ports that drive the assembly by hand. Not public API (reached
+/// through the doc-hidden `__private`): the program format is the assembly's private contract.
+#[doc(hidden)]
+pub trait PlanCode: CodePath {
+    /// Prepares `sig` for this target with the given by-value copy width (tests and benchmarks
+    /// compare them; [`CallPlan::new`] picks the widest available). Fails with
+    /// [`Error::VectorCopyUnavailable`] where this CPU or target cannot run it.
+    fn with_vector_copy(sig: &Signature, copy: VectorCopy) -> Result<Self, Error>
+    where
+        Self: Sized;
+
+    /// The by-value copy width of this plan's programs (`None` where it cannot run here).
+    fn vector_copy(&self) -> Option<VectorCopy>;
+
+    /// As [`code_path`](CodePath::code_path), for [`CallPlan::call_words`] and typed bindings.
+    fn typed_code_path(&self) -> Vec<&'static str>;
+
+    /// The checked entry's address and its program: `entry(argv, ret, func, program.as_ptr())
+    /// -> status` ([`CheckedEntry`]; `argv` holds argument pointers).
+    fn checked_parts(&self) -> (usize, &[u64]);
+
+    /// The typed entry's address and its program, where the plan has them (a native plan
+    /// whose result is void or a scalar): `entry(words, func, program.as_ptr()) -> R`
+    /// ([`TypedEntry`]; `words` holds argument words).
+    fn typed_parts(&self) -> Option<(usize, &[u64])>;
+}
+
+impl CodePath for CallPlan {
+    fn code_path(&self) -> Vec<&'static str> {
+        if engine::code_name(self.entry as usize).is_none() {
+            return Vec::new();
+        }
+        program::code_path(self.entry as usize, &self.program)
+    }
+}
+
+impl PlanCode for CallPlan {
+    fn with_vector_copy(sig: &Signature, copy: VectorCopy) -> Result<Self, Error> {
+        let abi = Abi::native().ok_or(Error::UnsupportedTarget { target: engine::TARGET })?;
+        if !copy.is_available() {
+            return Err(Error::VectorCopyUnavailable { copy: copy.name() });
+        }
+        let placement = abi.place(sig)?;
+        Ok(Self::compile(abi, sig.clone(), &placement, Some(copy)))
+    }
+
+    fn vector_copy(&self) -> Option<VectorCopy> {
+        self.copy
+    }
+
+    fn typed_code_path(&self) -> Vec<&'static str> {
+        match &self.typed {
+            Some((entry, prog)) => program::code_path(*entry, prog),
+            None => self.code_path(),
+        }
+    }
+
+    fn checked_parts(&self) -> (usize, &[u64]) {
+        (self.entry as usize, &self.program)
+    }
+
+    fn typed_parts(&self) -> Option<(usize, &[u64])> {
+        self.typed.as_ref().map(|(entry, program)| (*entry, &program[..]))
     }
 }
 

@@ -25,14 +25,15 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::ctype::types::Type;
-use crate::ctype::wide::{Complex, LongDouble};
+use crate::ctype::wide::{CLongDouble, Complex};
+use crate::engine::code::CodePath;
 use crate::engine::{self, TypedEntry};
 
 /// A Rust type that has the layout of one C argument type and is passed as that type.
 ///
 /// Implemented for the integers (`isize`/`usize` as `int64_t`/`uint64_t`, `i128`/`u128` as
-/// `__int128`), `f32`, `f64`, [`LongDouble`](crate::LongDouble), [`Complex`](crate::Complex) of
-/// `f32`, `f64` and `LongDouble`, raw pointers and [`NonNull`]. Implement it for a `#[repr(C)]` struct passed by value (such as
+/// `__int128`), `f32`, `f64`, [`CLongDouble`](crate::CLongDouble), [`Complex`](crate::Complex) of
+/// `f32`, `f64` and `CLongDouble`, raw pointers and [`NonNull`]. Implement it for a `#[repr(C)]` struct passed by value (such as
 /// `ncclUniqueId`: the default [`word`](CArg::word) is right for it) or a
 /// `#[repr(transparent)]` newtype over a scalar (forward `word` to the scalar's).
 ///
@@ -230,7 +231,7 @@ unsafe impl CRet for () {
 
 // SAFETY: 16 bytes, 16-aligned, the layout of C's long double on both ABIs; its word is its
 // address (the default), which the program reads through.
-unsafe impl CArg for LongDouble {
+unsafe impl CArg for CLongDouble {
     fn c_type() -> Type {
         Type::LongDouble
     }
@@ -248,8 +249,8 @@ unsafe impl CArg for Complex<f64> {
         Type::ComplexF64
     }
 }
-// SAFETY: as above (LongDouble is 16 bytes, 16-aligned).
-unsafe impl CArg for Complex<LongDouble> {
+// SAFETY: as above (CLongDouble is 16 bytes, 16-aligned).
+unsafe impl CArg for Complex<CLongDouble> {
     fn c_type() -> Type {
         Type::ComplexLongDouble
     }
@@ -468,10 +469,10 @@ impl<A: CArgs, R: CRet> TypedFn<A, R> {
     pub fn func(&self) -> *const c_void {
         self.func
     }
+}
 
-    /// The names of the assembly pieces a call runs, in order (entry, then the program's
-    /// handlers): introspection for tests and profiles.
-    pub fn code_path(&self) -> Vec<&'static str> {
+impl<A, R> CodePath for TypedFn<A, R> {
+    fn code_path(&self) -> Vec<&'static str> {
         // Every typed entry is a piece of the assembly's table except `aggregate_result`.
         if engine::code_name(self.entry as usize).is_none() {
             let mut path = vec!["aggregate_result"];

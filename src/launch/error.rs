@@ -9,7 +9,13 @@ use std::time::Duration;
 
 use crate::launch::world::vars;
 
-/// Everything the launch layer can fail with, one variant per failure site.
+/// Everything the launch layer can fail with, one variant per failure site: the launch layer's
+/// error (launcher variables, the unique id's route, the GPU choice, MPI), the top of the
+/// crate's errors per layer (docs/adr/0019-errors-per-layer.md). The layers below are kept whole
+/// as the `source()`: the NCCL facade's [`nccl::Error`](crate::nccl::Error), the rendezvous's
+/// [`rendezvous::Error`](crate::launch::rendezvous::Error), the CUDA driver's
+/// [`cuda::Error`](crate::cuda::Error) and the call core's [`crate::Error`]. The plugins' error,
+/// beside this layer, is [`plugin::PluginError`](crate::plugin::PluginError).
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

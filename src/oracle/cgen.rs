@@ -62,7 +62,7 @@ impl CGen {
         } else {
             String::new()
         };
-        let ranges = c_ranges(&Type::Aggregate(agg.clone()));
+        let ranges = c_ranges(&Type::Aggregate(*agg));
         writeln!(
             self.types,
             "typedef struct{attr} {{\n{fields}}} {name};\n#define S {name}\n_Static_assert(sizeof(S) == {} && _Alignof(S) == {}{asserts}, \"layout of {name}\");\n#undef S\nstatic const unsigned short R_{name}[][2] = {{{}}};",

@@ -46,9 +46,9 @@ const WIDE_SCALARS: [Type; 6] =
 /// A random scalar: one of the word types, or one in seven times a wide one.
 pub fn random_scalar(rng: &mut Rng) -> Type {
     if rng.chance(14) {
-        return WIDE_SCALARS[rng.below(WIDE_SCALARS.len() as u64) as usize].clone();
+        return WIDE_SCALARS[rng.below(WIDE_SCALARS.len() as u64) as usize];
     }
-    SCALARS[rng.below(SCALARS.len() as u64) as usize].clone()
+    SCALARS[rng.below(SCALARS.len() as u64) as usize]
 }
 
 /// A random aggregate of about `target` bytes (1..=256): nested structs, arrays, mixed and
@@ -70,18 +70,18 @@ pub fn random_aggregate(rng: &mut Rng, target: usize, depth: usize) -> Aggregate
                     Type::F64 => Type::ComplexF64,
                     _ => Type::ComplexLongDouble,
                 };
-                (2..n).fold(Aggregate::builder().field(complex), |b, _| b.field(t.clone()))
+                (2..n).fold(Aggregate::builder().field(complex), |b, _| b.field(t))
             }
             0 => Aggregate::builder().array(t, n),
             1 => {
-                let inner = Aggregate::builder().array(t.clone(), n.div_ceil(2)).build().unwrap();
+                let inner = Aggregate::builder().array(t, n.div_ceil(2)).build().unwrap();
                 let mut b = Aggregate::builder().field(Type::Aggregate(inner));
                 for _ in 0..n / 2 {
-                    b = b.field(t.clone());
+                    b = b.field(t);
                 }
                 b
             }
-            _ => (0..n).fold(Aggregate::builder(), |b, _| b.field(t.clone())),
+            _ => (0..n).fold(Aggregate::builder(), |b, _| b.field(t)),
         };
         return agg.build().unwrap();
     }

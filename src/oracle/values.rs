@@ -13,8 +13,8 @@ pub fn scalars_of(ty: &Type) -> Vec<(usize, Type)> {
     match ty {
         Type::Aggregate(a) => a.scalars(),
         t => match t.complex_element() {
-            Some(e) => vec![(0, e.clone()), (e.size(), e)],
-            None => vec![(0, t.clone())],
+            Some(e) => vec![(0, e), (e.size(), e)],
+            None => vec![(0, *t)],
         },
     }
 }

@@ -5,7 +5,12 @@ use std::path::PathBuf;
 
 use crate::plugin::host::names::Family;
 
-/// What went wrong with a plugin, one variant per failure site.
+/// What went wrong with a plugin, one variant per failure site: the plugin layer's error, one
+/// of the crate's errors per layer (docs/adr/0019-errors-per-layer.md), beside the launchers'
+/// [`launch::Error`](crate::launch::Error) on top of the facade. It wraps the call core's
+/// [`crate::Error`] (in [`PluginError::Core`]); NCCL's own results come as the codes the plugins
+/// return, not as the facade's [`nccl::Error`](crate::nccl::Error), and the CUDA driver's
+/// [`cuda::Error`](crate::cuda::Error) does not reach it.
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {

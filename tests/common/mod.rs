@@ -8,6 +8,7 @@ pub mod standin;
 
 use std::ffi::c_void;
 
+use nccl_trampoline::__private::PlanCode;
 use nccl_trampoline::{CallPlan, Signature, Type};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -184,7 +184,7 @@ fn call_core(report: &mut Report) {
 fn negative_control_caught(oracle: &BuiltInOracle, pattern: &mut Pattern) -> bool {
     let Ok(ints) = Aggregate::builder().array(Type::I32, 2).build() else { return false };
     let ints = Type::Aggregate(ints);
-    let Ok(wrong) = Signature::new(vec![ints.clone(), Type::I32, ints.clone()], Some(ints)) else { return false };
+    let Ok(wrong) = Signature::new(vec![ints, Type::I32, ints], Some(ints)) else { return false };
     !oracle.sym("st_hfa_floatx2").is_null() && check_call(oracle, "st_hfa_floatx2", &wrong, pattern).is_err()
 }
 

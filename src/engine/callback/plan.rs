@@ -6,7 +6,7 @@
 //! Pure Rust and ABI-generic: made for any [`Abi`] on any host, unit-tested everywhere; only
 //! reading the pieces needs the architecture's callback record (`super::frame`).
 
-use crate::abi::{Abi, Loc, Move, NextArg, ResultPlace, RetPiece};
+use crate::abi::{Abi, IndirectResult, Loc, Move, NextArg, ResultPlace, RetPiece};
 use crate::ctype::error::Error;
 use crate::ctype::types::{Signature, Type};
 
@@ -113,8 +113,9 @@ impl CallbackPlan {
             (ResultPlace::Regs(pieces), Some(ty)) => {
                 ResultSink::Regs { pieces: pieces.clone(), extend: narrow_integer(abi, ty) }
             }
-            (ResultPlace::Indirect { via_x8 }, Some(_)) => {
-                ResultSink::Memory { from: if *via_x8 { None } else { Some(hidden.expect("a hidden result address")) } }
+            (ResultPlace::Indirect(IndirectResult::DedicatedRegister), Some(_)) => ResultSink::Memory { from: None },
+            (ResultPlace::Indirect(IndirectResult::HiddenArgument), Some(_)) => {
+                ResultSink::Memory { from: Some(hidden.expect("a hidden result address")) }
             }
         };
         let va = sig.fixed_args().map(|_| VaStart { abi, next: placement.next });
@@ -222,7 +223,7 @@ mod tests {
             );
         }
         let big = agg(Aggregate::builder().array(Type::I64, 3));
-        let x8 = CallbackPlan::new(Abi::Aapcs64, &Signature::new(vec![], Some(big.clone())).unwrap()).unwrap();
+        let x8 = CallbackPlan::new(Abi::Aapcs64, &Signature::new(vec![], Some(big)).unwrap()).unwrap();
         assert_eq!(x8.result, ResultSink::Memory { from: None });
         let a0 = CallbackPlan::new(Abi::Lp64d, &Signature::new(vec![], Some(big)).unwrap()).unwrap();
         assert_eq!(a0.result, ResultSink::Memory { from: Some(Loc::Int(0)) });

@@ -451,7 +451,7 @@ impl<A: CallbackArgTypes, R: CallbackReturn> TypedCallback<A, R> {
     /// give C (as an `Option<unsafe extern "C" fn ..>` field, say). Calling it is sound while
     /// the callback lives.
     ///
-    /// Except with [`LongDouble`](crate::LongDouble) or `Complex<LongDouble>` arguments or
+    /// Except with [`CLongDouble`](crate::CLongDouble) or `Complex<CLongDouble>` arguments or
     /// result: Rust has no x87 `long double`, so a Rust call through this type passes them as
     /// 16-byte structs (in integer registers), not as C does (on the stack, on the x87 stack).
     /// Such a pointer is for C to call only.

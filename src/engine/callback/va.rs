@@ -304,7 +304,7 @@ impl<'a> VaList<'a> {
     /// `...` after the default argument promotions: `i32`/`u32` (`int`, `unsigned`, and the
     /// `char`s, `short`s and `bool` promoted to `int`), `i64`/`u64`/`isize`/`usize` (`long`,
     /// `long long`, `size_t`), `f64` (`double`, and `float` promoted to it), raw pointers,
-    /// [`LongDouble`](crate::LongDouble), `i128`/`u128` (`__int128`). A narrower type is
+    /// [`CLongDouble`](crate::CLongDouble), `i128`/`u128` (`__int128`). A narrower type is
     /// [`Error::VaArgPromoted`], a complex one [`Error::VaArgUnsupported`]; neither moves the
     /// list.
     ///
@@ -382,7 +382,7 @@ mod tests {
     use crate::abi::{Loc, Move};
     use crate::engine::callback::plan::CallbackPlan;
     use crate::ctype::types::{Aggregate, Signature};
-    use crate::ctype::wide::LongDouble;
+    use crate::ctype::wide::CLongDouble;
 
     /// A C caller's argument memory, as the record contract presents it: the saved integer
     /// registers, the saved 16-byte vector registers and the stack arguments, in one
@@ -449,7 +449,7 @@ mod tests {
                 Type::U64 => bytes(va.arg::<usize>().unwrap(), 8),
                 Type::Pointer => bytes(va.arg::<*const u8>().unwrap(), 8),
                 Type::F64 => bytes(va.arg::<f64>().unwrap(), 8),
-                Type::LongDouble => bytes(va.arg::<LongDouble>().unwrap(), 16),
+                Type::LongDouble => bytes(va.arg::<CLongDouble>().unwrap(), 16),
                 Type::I128 => bytes(va.arg::<i128>().unwrap(), 16),
                 Type::U128 => bytes(va.arg::<u128>().unwrap(), 16),
                 other => panic!("not a promoted scalar: {other:?}"),
@@ -466,7 +466,7 @@ mod tests {
     /// the placement the conformance suite checks against the C compilers), reads the variable
     /// ones back through a list started from the callback's plan, and compares the bytes.
     fn round_trip(abi: Abi, named: &[Type], variable: &[Type], ret: Option<Type>) {
-        let call = Signature::variadic(named.len(), [named, variable].concat(), ret.clone()).unwrap();
+        let call = Signature::variadic(named.len(), [named, variable].concat(), ret).unwrap();
         let placement = abi.place(&call).unwrap();
         let mut image = Image::new(abi, placement.stack_len);
         let values: Vec<Vec<u8>> = call.args().iter().enumerate().map(|(i, t)| value(i, t)).collect();
@@ -571,11 +571,11 @@ mod tests {
             let named = [vec![Type::I64; 9], vec![Type::F64; 9], vec![Type::LongDouble, Type::I32]].concat();
             round_trip(abi, &named, &variable, None);
             // A hidden result address (SysV rdi, LP64D a0; AAPCS64 x8 takes none).
-            round_trip(abi, &[Type::Pointer], &variable, Some(big.clone()));
+            round_trip(abi, &[Type::Pointer], &variable, Some(big));
             // AAPCS64 C.12: a composite that does not fit takes every remaining x register.
-            round_trip(abi, &[vec![Type::I64; 7], vec![pair.clone()]].concat(), &variable, None);
+            round_trip(abi, &[vec![Type::I64; 7], vec![pair]].concat(), &variable, None);
             // A composite by value on the stack (SysV) or by reference (AAPCS64, LP64D).
-            round_trip(abi, &[Type::I32, big.clone(), Type::F64], &variable, None);
+            round_trip(abi, &[Type::I32, big, Type::F64], &variable, None);
         }
     }
 
@@ -596,9 +596,9 @@ mod tests {
         let mut rng = crate::oracle::Rng(0x5eed_0a1a);
         let cases = if cfg!(miri) { 12 } else { 600 };
         for _ in 0..cases {
-            let named: Vec<Type> = (0..rng.range(1, 10)).map(|_| named_types[rng.below(6) as usize].clone()).collect();
+            let named: Vec<Type> = (0..rng.range(1, 10)).map(|_| named_types[rng.below(6) as usize]).collect();
             let variable: Vec<Type> =
-                (0..rng.range(0, 24)).map(|_| variable_types[rng.below(9) as usize].clone()).collect();
+                (0..rng.range(0, 24)).map(|_| variable_types[rng.below(9) as usize]).collect();
             for abi in ABIS {
                 round_trip(abi, &named, &variable, None);
             }

@@ -4,7 +4,7 @@
 //! among them).
 
 use crate::ctype::types::Type;
-use crate::ctype::wide::{Complex, LongDouble};
+use crate::ctype::wide::{CLongDouble, Complex};
 use crate::engine::typed::CArg;
 
 mod sealed {
@@ -14,7 +14,7 @@ mod sealed {
 /// A Rust type that a callback can read an argument as and return a result as: every bit
 /// pattern of its C type is a valid value of it. The integers (`isize`/`usize` as
 /// `int64_t`/`uint64_t`, `i128`/`u128` as `__int128`), `f32`, `f64`, raw pointers,
-/// [`LongDouble`] and [`Complex`] of `f32`, `f64` and `LongDouble`. Sealed: `NonNull`, say,
+/// [`CLongDouble`] and [`Complex`] of `f32`, `f64` and `CLongDouble`. Sealed: `NonNull`, say,
 /// would be undefined behaviour for a null argument. Read a struct with
 /// [`CallbackArgs::read_bytes`](crate::CallbackArgs::read_bytes).
 pub trait CValue: CArg + Copy + sealed::Sealed {}
@@ -27,8 +27,8 @@ macro_rules! c_values {
         )*
     };
 }
-c_values!(i8, u8, i16, u16, i32, u32, i64, u64, isize, usize, f32, f64, i128, u128, LongDouble);
-c_values!(Complex<f32>, Complex<f64>, Complex<LongDouble>);
+c_values!(i8, u8, i16, u16, i32, u32, i64, u64, isize, usize, f32, f64, i128, u128, CLongDouble);
+c_values!(Complex<f32>, Complex<f64>, Complex<CLongDouble>);
 impl<T> sealed::Sealed for *const T {}
 impl<T> CValue for *const T {}
 impl<T> sealed::Sealed for *mut T {}
@@ -37,7 +37,7 @@ impl<T> CValue for *mut T {}
 /// A Rust type a typed callback receives from C or returns to C.
 ///
 /// Implemented for every [`CValue`] (the integers, `f32`, `f64`, raw pointers, `i128`/`u128`,
-/// [`LongDouble`](crate::LongDouble), [`Complex`](crate::Complex)); implement it for a
+/// [`CLongDouble`](crate::CLongDouble), [`Complex`](crate::Complex)); implement it for a
 /// `#[repr(C)]` struct passed or returned by value, after [`CArg`].
 ///
 /// # Safety

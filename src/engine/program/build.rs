@@ -23,7 +23,7 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
     for m in &p.moves {
         arguments.place(m, &mut ops);
     }
-    if matches!(p.result, ResultPlace::Indirect { via_x8: true }) {
+    if matches!(p.result, ResultPlace::Indirect(crate::abi::IndirectResult::DedicatedRegister)) {
         // AAPCS64 6.9: the address of the result goes in x8, not in an argument register.
         ops.late.push(Handler::X8, 0, 0);
     }
@@ -216,7 +216,7 @@ fn after_call(mode: Mode, result: &ResultPlace) -> Ops {
                 after.push(Handler::Done, 0, 0);
             }
         },
-        (Mode::Checked, ResultPlace::Void | ResultPlace::Indirect { .. }) => after.push(Handler::Done, 0, 0),
+        (Mode::Checked, ResultPlace::Void | ResultPlace::Indirect(_)) => after.push(Handler::Done, 0, 0),
     }
     after
 }

@@ -579,7 +579,7 @@ mod tests {
                     P => Type::Pointer,
                     I => Type::I32,
                     Z => Type::U64,
-                    Id => id.clone(),
+                    Id => id,
                     T => crate::nccl::types::device_api::team_type(),
                     M => Type::Aggregate(crate::Aggregate::builder().field(Type::Pointer).build().unwrap()),
                     U => Type::U32,

@@ -7,52 +7,38 @@
 //! on x86-64 (SysV: two eightbytes of class INTEGER, the second holding `stride` in its low
 //! half) and in x0:x1 on AArch64 (a composite of at most 16 bytes), and passed by value in two
 //! registers the same way. The typed bindings carry it as a [`Team`] (an aggregate [`CArg`] and
-//! [`CRet`]); the call core places it, as the C compiler would.
+//! [`CRet`](crate::CRet)); the call core places it, as the C compiler would.
+//!
+//! Each struct is declared once with [`c_struct!`](crate::c_struct), which gives it its C type
+//! and the traits that pass it by value, return it and hand it to a typed callback.
 
 use core::ffi::c_void;
 
-use crate::ctype::types::{Aggregate, Type};
-use crate::engine::typed::{CArg, CRet};
+use crate::ctype::types::Type;
+use crate::engine::typed::CArg;
 
-/// `ncclTeam_t`: `n_ranks` ranks, this rank's index among them, and the distance between
-/// consecutive members in the world's rank numbering.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Team {
-    /// `nRanks`.
-    pub n_ranks: i32,
-    /// `rank`: this rank's index in the team.
-    pub rank: i32,
-    /// `stride`.
-    pub stride: i32,
+crate::c_struct! {
+    /// `ncclTeam_t`: `n_ranks` ranks, this rank's index among them, and the distance between
+    /// consecutive members in the world's rank numbering.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct Team {
+        /// `nRanks`.
+        pub n_ranks: i32,
+        /// `rank`: this rank's index in the team.
+        pub rank: i32,
+        /// `stride`.
+        pub stride: i32,
+    }
 }
 
 /// The C type of `ncclTeam`: three `int`s.
+#[cfg(test)]
 pub(crate) fn team_type() -> Type {
-    Type::Aggregate(
-        Aggregate::builder().field(Type::I32).field(Type::I32).field(Type::I32).build().expect("a 12-byte struct"),
-    )
+    Team::c_type()
 }
 
 static_assertions::const_assert_eq!(core::mem::size_of::<Team>(), 12);
 static_assertions::const_assert_eq!(core::mem::align_of::<Team>(), 4);
-
-// SAFETY: `Team` is `#[repr(C)]` of three i32 at 0, 4 and 8: `team_type()` exactly. Its word is
-// its address (the default), as for every aggregate.
-unsafe impl CArg for Team {
-    const AGGREGATE: bool = true;
-    fn c_type() -> Type {
-        team_type()
-    }
-}
-
-// SAFETY: as above; every bit pattern is a valid `Team`, so the typed layer may store any
-// returned bytes into one.
-unsafe impl CRet for Team {
-    fn c_type() -> Option<Type> {
-        Some(team_type())
-    }
-}
 
 /// `ncclCftTeamMode_t` (2.31.2), for
 /// [`Communicator::team_cft`](crate::nccl::Communicator::team_cft): an open newtype.
@@ -80,36 +66,30 @@ unsafe impl CArg for CftTeamMode {
     }
 }
 
-/// `ncclMultimemHandle_t`: `{ void *mcBasePtr; }`, passed BY VALUE to
-/// `ncclGetMultimemDevicePointer`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MultimemHandle {
-    /// `mcBasePtr`: the multicast mapping's base.
-    pub mc_base_ptr: *mut c_void,
-}
-
-// SAFETY: `#[repr(C)]` of one pointer at 0: this aggregate exactly; its word is its address.
-unsafe impl CArg for MultimemHandle {
-    const AGGREGATE: bool = true;
-    fn c_type() -> Type {
-        Type::Aggregate(Aggregate::builder().field(Type::Pointer).build().expect("an 8-byte struct"))
+crate::c_struct! {
+    /// `ncclMultimemHandle_t`: `{ void *mcBasePtr; }`, passed BY VALUE to
+    /// `ncclGetMultimemDevicePointer`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct MultimemHandle {
+        /// `mcBasePtr`: the multicast mapping's base.
+        pub mc_base_ptr: *mut c_void,
     }
 }
 
-/// `ncclWaitSignalDesc_t`: wait for `op_count` signals from `peer` on signal `sig_idx` of
-/// context `ctx`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct WaitSignalDesc {
-    /// `opCnt`.
-    pub op_count: i32,
-    /// `peer`.
-    pub peer: i32,
-    /// `sigIdx`.
-    pub sig_idx: i32,
-    /// `ctx`.
-    pub ctx: i32,
+crate::c_struct! {
+    /// `ncclWaitSignalDesc_t`: wait for `op_count` signals from `peer` on signal `sig_idx` of
+    /// context `ctx`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct WaitSignalDesc {
+        /// `opCnt`.
+        pub op_count: i32,
+        /// `peer`.
+        pub peer: i32,
+        /// `sigIdx`.
+        pub sig_idx: i32,
+        /// `ctx`.
+        pub ctx: i32,
+    }
 }
 
 static_assertions::const_assert_eq!(core::mem::size_of::<WaitSignalDesc>(), 16);
@@ -124,5 +104,17 @@ mod tests {
         assert_eq!((a.size(), a.align()), (12, 4));
         assert_eq!(a.scalars(), vec![(0, Type::I32), (4, Type::I32), (8, Type::I32)]);
         assert_eq!(core::mem::offset_of!(Team, stride), 8);
+    }
+
+    /// Every struct's C type, checked against its Rust layout by `c_struct!` when first made.
+    #[test]
+    fn the_c_types_match_the_rust_layouts() {
+        use crate::ctype::types::Aggregate;
+        let agg = |b: crate::ctype::types::AggregateBuilder| Type::Aggregate(b.build().unwrap());
+        let ints = |n| (0..n).fold(Aggregate::builder(), |b, _| b.field(Type::I32));
+        assert_eq!(Team::c_type(), agg(ints(3)));
+        assert_eq!(MultimemHandle::c_type(), agg(Aggregate::builder().field(Type::Pointer)));
+        assert_eq!(WaitSignalDesc::c_type(), agg(ints(4)));
+        assert_eq!(<Team as crate::CRet>::c_type(), Some(team_type()));
     }
 }

@@ -12,7 +12,12 @@ use crate::nccl::types::state::CommState;
 use crate::nccl::types::enums::NcclResult;
 use crate::nccl::types::version::Version;
 
-/// Everything the NCCL facade can fail with, one variant per failure site.
+/// Everything the NCCL facade can fail with, one variant per failure site: the facade layer's
+/// error, one of the crate's errors per layer (docs/adr/0019-errors-per-layer.md). Below it,
+/// the call core's [`crate::Error`] (in [`Error::Core`]) and the CUDA driver's
+/// [`cuda::Error`](crate::cuda::Error) (in [`Error::Cuda`]) are kept whole as the `source()`;
+/// above it, the launchers' [`launch::Error`](crate::launch::Error) wraps this one. The
+/// plugins' error is [`plugin::PluginError`](crate::plugin::PluginError).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {

@@ -5,19 +5,24 @@ use core::fmt;
 
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
-use crate::ctype::types::{Aggregate, Type};
-use crate::engine::typed::CArg;
 use crate::nccl::types::error::Error;
 
 /// Bytes in an `ncclUniqueId`.
 pub const UNIQUE_ID_BYTES: usize = 128;
 
-/// `ncclUniqueId`: 128 opaque bytes that begin with the root's bootstrap socket address. A
-/// secret: `Debug` never prints it. A fresh id is needed for every communicator.
-#[repr(C)]
-#[derive(Clone, PartialEq, Eq)]
-pub struct UniqueId {
-    internal: [u8; UNIQUE_ID_BYTES],
+crate::c_struct! {
+    /// `ncclUniqueId`: 128 opaque bytes that begin with the root's bootstrap socket address. A
+    /// secret: `Debug` never prints it. A fresh id is needed for every communicator.
+    ///
+    /// `typedef struct { char internal[128]; } ncclUniqueId;`, passed by value
+    /// ([`CArg`](crate::CArg)); never returned, nor `Copy` (a secret is not copied by accident),
+    /// so neither `CRet` nor `CallbackValue`. `char` is `uint8_t` here: a `char` array is placed
+    /// alike, signed or not (an aggregate of one-byte integers).
+    #[derive(Clone, PartialEq, Eq)]
+    pub struct UniqueId {
+        internal: [u8; UNIQUE_ID_BYTES],
+    }
+    impl CArg;
 }
 
 assert_eq_size!(UniqueId, [u8; 128]);
@@ -57,25 +62,10 @@ impl fmt::Debug for UniqueId {
     }
 }
 
-// SAFETY: `typedef struct { char internal[128]; } ncclUniqueId;`: 128 one-byte elements at
-// offset 0, alignment 1 (asserted above). `char` is described as `I8`: signed or not, a `char`
-// array is placed alike (an aggregate of one-byte integers). Passed by value as an aggregate: its
-// word is its address (the default).
-unsafe impl CArg for UniqueId {
-    const AGGREGATE: bool = true;
-
-    fn c_type() -> Type {
-        unique_id_type()
-    }
-}
-
 /// The C type of `ncclUniqueId`.
-pub(crate) fn unique_id_type() -> Type {
-    match Aggregate::builder().array(Type::I8, UNIQUE_ID_BYTES).build() {
-        Ok(a) => Type::Aggregate(a),
-        // An array of 128 bytes always lays out.
-        Err(_) => unreachable!("ncclUniqueId lays out"),
-    }
+#[cfg(test)]
+pub(crate) fn unique_id_type() -> crate::Type {
+    <UniqueId as crate::CArg>::c_type()
 }
 
 #[cfg(test)]
