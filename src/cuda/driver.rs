@@ -77,6 +77,7 @@ impl Context {
 
 /// What is known about one device.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceInfo {
     /// Ordinal.
     pub ordinal: i32,

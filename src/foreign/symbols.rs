@@ -255,6 +255,7 @@ macro_rules! foreign_functions {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(usize)]
         #[allow(missing_docs, dead_code)]
+        #[non_exhaustive]
         $svis enum $sym {
             $( $variant, )*
         }

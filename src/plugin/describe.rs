@@ -24,6 +24,7 @@ use crate::plugin::tuner::*;
 
 /// What a plugin said when initialised.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Description {
     /// The table's `name`.
     pub name: String,

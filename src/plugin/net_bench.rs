@@ -64,6 +64,7 @@ impl Default for BenchOptions {
 
 /// One size's result.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SizeResult {
     /// Bytes per message.
     pub size: usize,
@@ -79,6 +80,7 @@ pub struct SizeResult {
 
 /// What the bench saw.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct BenchReport {
     /// The plugin's name (its table's `name`).
     pub name: String,

@@ -20,6 +20,7 @@ type Ptr = *mut c_void;
 
 /// A device's properties in every version's fields (`None` where the version has none).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct DeviceProperties {
     /// `name`.
     pub name: String,

@@ -14,6 +14,7 @@ use crate::trace::trace_event;
 
 /// What the root's [`TcpRoot::serve`] saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServeReport {
     /// Ranks that received and acknowledged the id.
     pub served: u32,

@@ -39,6 +39,7 @@ impl GinType {
 
 /// A communicator's properties as NCCL reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommProperties {
     /// This rank.
     pub rank: i32,

@@ -53,6 +53,7 @@ impl fmt::Display for Source {
 
 /// A library the loader may try.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Candidate {
     /// Where it came from.
     pub source: Source,

@@ -29,6 +29,7 @@ use crate::trace::trace_event;
 
 /// What [`Nccl::discover`] found.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Discovery {
     /// The library loaded, or why none could be.
     pub result: Result<Nccl, Error>,

@@ -32,6 +32,7 @@ static_assertions::const_assert_eq!(core::mem::offset_of!(RawSimInfo, estimated_
 
 /// What a simulated group end reports.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SimInfo {
     /// NCCL's estimate of the group's time in microseconds (`estimatedTime`); `None` where NCCL
     /// left it at `NCCL_UNDEF_FLOAT` (-1.0: nothing to estimate, e.g. an empty group).

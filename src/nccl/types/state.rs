@@ -125,6 +125,7 @@ pub enum Problem {
 
 /// Which operation the watchdog acted on, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WatchdogReport {
     /// The NCCL function (`ncclAllReduce`), or `None` if no operation was outstanding.
     pub operation: Option<&'static str>,

@@ -16,6 +16,7 @@ use crate::plugin::host::names::{self, Attempt, Family};
 
 /// One version of a family's table that the host knows.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct TableVersion {
     /// The symbol (`ncclNetPlugin_v8`).
     pub symbol: &'static str,
@@ -99,6 +100,7 @@ fn symbol_stem(family: Family) -> &'static str {
 
 /// One name tried and what became of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Tried {
     /// The name handed to the loader (`(the program)` for `STATIC_PLUGIN`).
     pub name: String,
@@ -108,6 +110,7 @@ pub struct Tried {
 
 /// A plugin found and checked: the library (never unloaded), its table and how it was found.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Plugin {
     /// The family.
     pub family: Family,

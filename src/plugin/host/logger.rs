@@ -16,6 +16,7 @@ use crate::trace::trace_event;
 
 /// One line a plugin logged.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LogLine {
     /// `ncclDebugLogLevel`.
     pub level: LogLevel,

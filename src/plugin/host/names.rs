@@ -104,6 +104,7 @@ pub enum Attempt {
 /// One entry of the family's variable (or its default) with the names NCCL tries for it, in
 /// order; the first that loads is the entry's library.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Entry {
     /// The entry as the variable gives it (`None`: the variable is unset, the default).
     pub given: Option<String>,
@@ -113,6 +114,7 @@ pub struct Entry {
 
 /// Everything NCCL would try for a family, and what it would skip.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Search {
     /// The entries, in order (empty when disabled).
     pub entries: Vec<Entry>,

@@ -18,6 +18,7 @@ pub const MAX_CONVERSIONS: usize = 64;
 
 /// A formatted message and what was wrong with its format, if anything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Formatted {
     /// The text.
     pub text: String,
