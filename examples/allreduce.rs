@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use cudarc::driver::CudaContext;
 use nccl_trampoline::cuda::Driver;
-use nccl_trampoline::launch::{vars, Launcher, World};
 use nccl_trampoline::launch::rendezvous::RendezvousKey;
+use nccl_trampoline::launch::{vars, Launcher, World};
 use nccl_trampoline::nccl::{Nccl, RedOp};
 
 const NAME: &str = "allreduce";

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant, SystemTime};
 use nccl_trampoline::cuda::Driver;
 use nccl_trampoline::launch::rendezvous;
 use nccl_trampoline::nccl::{
-    Cause, CommOptions, CommState, Communicator, Config, DataType, Nccl, RedOp, ShrinkMode, Timeouts,
-    WatchdogAction, WatchdogConfig,
+    Cause, CommOptions, CommState, Communicator, Config, DataType, Nccl, RedOp, ShrinkMode, Timeouts, WatchdogAction,
+    WatchdogConfig,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

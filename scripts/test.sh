@@ -8,7 +8,8 @@
 #      tests/cli.rs, with the Rust tuner and profiler plugins of examples/),
 #      the nccl-trampoline command (feature cli) against the C stand-in and the real NCCL,
 #      the tracing feature's events (tests/tracing.rs, against the stand-in),
-#      the embedding examples, the README's snippets in new projects, clippy;
+#      the embedding examples, the README's snippets in new projects, the layers
+#      (tests/layering.rs: no import points up, no module cycle), rustfmt, clippy;
 #      then the ABI conformance suite and the callback tests again with clang as the oracle;
 #   2. AArch64 under `qemu-aarch64 -cpu max` (BTI and PAC enforced): the same tests and
 #      examples, and `nccl-trampoline selftest`; the ABI conformance suite and the callback
@@ -36,8 +37,8 @@
 # callback signatures (10000 here, 3000 for the second oracle under qemu; 2000 in a plain
 # `cargo test` and the quick tier),
 # NCCL_TRAMPOLINE_VARIADIC_COUNT the random variadic lists (500); FUZZ_SECONDS the time of each cargo-fuzz
-# target (default 10); SKIP_INSTALL=1 skips step 0; QUICK=1 runs only the quick tier (native
-# tests and clippy, a few minutes) and stops.
+# target (default 10); SKIP_INSTALL=1 skips step 0; QUICK=1 runs only the quick tier (rustfmt,
+# native tests and clippy, a few minutes) and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -112,6 +113,7 @@ install() {
         grep -qx "$t" <<<"$installed" || { step "rustup target add $t"; rustup target add "$t"; }
     done
     rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+    rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
     local entry toolchain
     for entry in "${MSRV_CHECKS[@]}"; do
         toolchain=${entry%%|*}
@@ -141,8 +143,9 @@ export NCCL_SOCKET_IFNAME=lo
 if [ "${QUICK:-0}" = 1 ]; then
     # The inner loop's tier: what a change most often breaks, natively, in a few minutes (no
     # qemu, no second oracle, no real NCCL, sanitizers, fuzzing or MSRV: the full run has them).
-    step "quick tier (QUICK=1): native unit, integration and doc tests with the command, clippy"
+    step "quick tier (QUICK=1): rustfmt, native unit, integration and doc tests with the command (the layering check among them), clippy"
     quick_start=$SECONDS
+    cargo fmt --check
     cargo test --features cli --quiet
     cargo clippy --all-targets --quiet --features cli -- -D warnings
     step "quick tier passed in $((SECONDS - quick_start)) s (the full suite: scripts/test.sh without QUICK)"
@@ -197,7 +200,8 @@ cargo test --quiet --lib --features half
 step "native: the optional tracing feature (its events, captured against the stand-in)"
 cargo test --quiet --lib --features tracing
 cargo test --quiet --features tracing --test tracing
-step "native: clippy and docs"
+step "native: rustfmt, clippy and docs"
+cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo clippy --all-targets --quiet --features half,cudarc,cli,cudarc-nccl -- -D warnings
 cargo clippy --all-targets --quiet --features cli,half,tracing -- -D warnings

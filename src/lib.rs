@@ -121,10 +121,8 @@
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
-mod ctype;
-mod time;
-mod trace;
 pub mod abi;
+mod ctype;
 pub mod cuda;
 pub mod engine;
 mod foreign;
@@ -136,6 +134,8 @@ pub mod nccl;
 #[doc(hidden)]
 pub mod oracle;
 pub mod plugin;
+mod time;
+mod trace;
 
 /// Not public API: the assembly's private contract with the rest of the call core, reachable
 /// here only for this crate's own tests, benchmarks and tools (tests/conformance.rs,
@@ -154,14 +154,14 @@ pub mod __private {
 pub struct ReadmeDoctests;
 
 pub use abi::Abi;
+pub use ctype::error::{Error, Position, TypeDescription};
+pub use ctype::limits;
+pub use ctype::types::{Aggregate, AggregateBuilder, Field, Signature, Type};
+pub use ctype::wide::{CLongDouble, Complex};
 pub use engine::callback::{
     CVaList, CValue, Callback, CallbackArgTypes, CallbackArgs, CallbackFn, CallbackResult, CallbackReturn,
     CallbackValue, TypedCallback, VaList,
 };
-pub use ctype::error::{Error, Position, TypeDescription};
-pub use ctype::limits;
 pub use engine::plan::{arg, CallPlan};
 pub use engine::typed::{CArg, CArgs, CRet, TypedFn, ValueAt};
-pub use ctype::types::{Aggregate, AggregateBuilder, Field, Signature, Type};
-pub use ctype::wide::{CLongDouble, Complex};
 pub use foreign::symbols;

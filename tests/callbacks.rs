@@ -29,7 +29,7 @@ use common::{
     random_signature, repo_file, value_ranges, work_dir, CGen, Oracle, Pattern, Rng, CALLER_OPT_LEVELS,
 };
 use nccl_trampoline::{
-    Aggregate, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, CLongDouble, Signature, Type,
+    Aggregate, CLongDouble, CValue, Callback, CallbackArgs, CallbackResult, Complex, Error, Signature, Type,
     TypeDescription,
 };
 

@@ -204,7 +204,10 @@ fn doctor_names_a_missing_library_and_a_net_plugin() {
     let list = format!("nosuchplugin,{}", plugin.display());
     let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", &list)]);
     let (out, _) = text(&o);
-    assert!(out.contains("tried: nosuchplugin: not found\n    tried: libnccl-net-nosuchplugin.so: not found\n    tried: /"), "{out}");
+    assert!(
+        out.contains("tried: nosuchplugin: not found\n    tried: libnccl-net-nosuchplugin.so: not found\n    tried: /"),
+        "{out}"
+    );
     assert!(out.contains("name: TestTcp"), "{out}");
     let o = run(&["doctor"], &[("NCCL_NET_PLUGIN", "nosuchplugin")]);
     let (out, _) = text(&o);

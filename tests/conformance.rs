@@ -16,7 +16,7 @@ use common::{
 };
 use nccl_trampoline::__private::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
 use nccl_trampoline::__private::{CodePath, PlanCode, VectorCopy};
-use nccl_trampoline::{arg, Aggregate, CArg, CallPlan, Complex, CLongDouble, Signature, Type, TypedFn, ValueAt};
+use nccl_trampoline::{arg, Aggregate, CArg, CLongDouble, CallPlan, Complex, Signature, Type, TypedFn, ValueAt};
 
 fn build_oracle(name: &str, generated: &[String]) -> Oracle {
     let dir = work_dir(name);
@@ -399,9 +399,8 @@ fn every_straight_line_body_matches_the_c_compiler() {
     let mut lines = Vec::new();
     for n in 0..=MAX_LINE_ARGS as usize {
         for mask in 0..1usize << n {
-            let args: Vec<Type> = (0..n)
-                .map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3] } else { Type::I32 })
-                .collect();
+            let args: Vec<Type> =
+                (0..n).map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3] } else { Type::I32 }).collect();
             for ret in [Type::I32, Type::U32, wide[mask % 3]] {
                 lines.push(Signature::new(args.clone(), Some(ret)).unwrap());
             }
@@ -791,14 +790,26 @@ fn long_double_to_f64_is_the_c_compilers_conversion() {
     // exponent (x87: the 64-bit mantissa, integer bit included; binary128: the 112-bit fraction).
     let image = |negative: bool, exp: u16, bits: u128| -> CLongDouble {
         let sign_exp = u128::from(u16::from(negative) << 15 | exp & 0x7fff);
-        let word = if x87 { sign_exp << 64 | (bits & u128::from(u64::MAX)) } else { sign_exp << 112 | bits & ((1 << 112) - 1) };
+        let word = if x87 {
+            sign_exp << 64 | (bits & u128::from(u64::MAX))
+        } else {
+            sign_exp << 112 | bits & ((1 << 112) - 1)
+        };
         CLongDouble(word.to_le_bytes())
     };
     let (one, lead) = (16383u16, if x87 { 1u128 << 63 } else { 0 });
     let width = if x87 { 63 } else { 112 };
     let mut images: Vec<CLongDouble> = Vec::new();
     for exp in [0, 1, one - 1075, one - 1074, one - 1023, one - 1022, one, one + 1023, one + 1024, 0x7ffe, 0x7fff] {
-        for low in [0u128, 1, 1 << (width - 53), (1 << (width - 52)) - 1, 3 << (width - 53), (1 << width) - 1, 1 << (width - 1)] {
+        for low in [
+            0u128,
+            1,
+            1 << (width - 53),
+            (1 << (width - 52)) - 1,
+            3 << (width - 53),
+            (1 << width) - 1,
+            1 << (width - 1),
+        ] {
             for negative in [false, true] {
                 images.push(image(negative, exp, lead | low));
                 if x87 {
@@ -807,7 +818,9 @@ fn long_double_to_f64_is_the_c_compilers_conversion() {
             }
         }
     }
-    images.extend([0.0, -0.0, 1.0, 0.1, -1.0e-310, f64::MAX, f64::MIN_POSITIVE, f64::INFINITY].map(CLongDouble::from_f64));
+    images.extend(
+        [0.0, -0.0, 1.0, 0.1, -1.0e-310, f64::MAX, f64::MIN_POSITIVE, f64::INFINITY].map(CLongDouble::from_f64),
+    );
     let mut rng = Rng(0x10d6_1e5e_ed20_2611);
     for _ in 0..20_000 {
         let exp = match rng.below(3) {

@@ -268,7 +268,10 @@ fn blank(text: &str) -> String {
                 }
                 let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat(b'#').take(hashes)).collect();
                 let start = i + 2 + hashes;
-                let end = b[start..].windows(close.len()).position(|w| w == close.as_slice()).map_or(b.len(), |p| start + p + close.len());
+                let end = b[start..]
+                    .windows(close.len())
+                    .position(|w| w == close.as_slice())
+                    .map_or(b.len(), |p| start + p + close.len());
                 clear(&mut out, i, end);
                 i = end;
             }
@@ -372,7 +375,8 @@ fn expand(prefix: &str, tree: &str, out: &mut Vec<String>) {
 /// The module a path written in `module` starts from, and the rest of the path.
 fn anchor(module: &str, path: &str, modules: &BTreeMap<String, Module>) -> Option<Vec<String>> {
     let mut parts: Vec<String> = path.split("::").map(str::to_string).collect();
-    let mut base: Vec<String> = if module.is_empty() { Vec::new() } else { module.split("::").map(str::to_string).collect() };
+    let mut base: Vec<String> =
+        if module.is_empty() { Vec::new() } else { module.split("::").map(str::to_string).collect() };
     match parts[0].as_str() {
         "crate" | "$crate" => {
             parts.remove(0);
@@ -423,7 +427,11 @@ fn reexports(modules: &BTreeMap<String, Module>) -> BTreeMap<String, Vec<String>
 
 /// The module that defines what `full` names: the longest prefix that is a module, following
 /// re-exports.
-fn resolve(mut full: Vec<String>, modules: &BTreeMap<String, Module>, reexports: &BTreeMap<String, Vec<String>>) -> Option<String> {
+fn resolve(
+    mut full: Vec<String>,
+    modules: &BTreeMap<String, Module>,
+    reexports: &BTreeMap<String, Vec<String>>,
+) -> Option<String> {
     for _ in 0..16 {
         let mut hit = None;
         for n in (0..=full.len()).rev() {
@@ -453,7 +461,10 @@ fn resolve(mut full: Vec<String>, modules: &BTreeMap<String, Module>, reexports:
 }
 
 /// module -> {(imported module, the path as written)}.
-fn edges(modules: &BTreeMap<String, Module>, reexports: &BTreeMap<String, Vec<String>>) -> BTreeMap<String, BTreeSet<(String, String)>> {
+fn edges(
+    modules: &BTreeMap<String, Module>,
+    reexports: &BTreeMap<String, Vec<String>>,
+) -> BTreeMap<String, BTreeSet<(String, String)>> {
     let mut out: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
     for (name, m) in modules {
         let entry = out.entry(name.clone()).or_default();

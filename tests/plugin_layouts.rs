@@ -76,7 +76,11 @@ fn every_plugin_layout_matches_the_transcribed_headers() {
         panic!("the C compiler ({}) disagrees with the Rust declarations:\n{errors}", common::target_cc());
     }
     let fields: usize = layouts.iter().map(|l| l.fields.len()).sum();
-    println!("{} types, {fields} fields: sizes, alignments and offsets agree with {}", layouts.len(), common::target_cc());
+    println!(
+        "{} types, {fields} fields: sizes, alignments and offsets agree with {}",
+        layouts.len(),
+        common::target_cc()
+    );
 }
 
 #[test]
@@ -88,8 +92,13 @@ fn a_moved_offset_is_refused() {
     victim.fields = Box::leak(moved.into_boxed_slice());
     let name = victim.c_name;
     let includes: Vec<String> = TRANSCRIPTIONS.iter().map(|s| s.to_string()).collect();
-    let errors = compile(&common::work_dir("plugin_layouts_control"), &assertions(&includes, &layouts), &transcriptions(), false)
-        .expect_err("an offset moved by 4 bytes was accepted: the check cannot fail");
+    let errors = compile(
+        &common::work_dir("plugin_layouts_control"),
+        &assertions(&includes, &layouts),
+        &transcriptions(),
+        false,
+    )
+    .expect_err("an offset moved by 4 bytes was accepted: the check cannot fail");
     assert!(errors.contains(&format!("offsetof({name}, ")), "{errors}");
 }
 

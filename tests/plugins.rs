@@ -40,7 +40,8 @@ fn plugins() -> &'static PathBuf {
             for variant in VARIANTS {
                 let dir = &dir;
                 s.spawn(move || {
-                    let name = if variant.is_empty() { "nccl-net-tcp".to_string() } else { format!("nccl-net-{variant}") };
+                    let name =
+                        if variant.is_empty() { "nccl-net-tcp".to_string() } else { format!("nccl-net-{variant}") };
                     common::build_net_plugin(dir, &name, variant);
                 });
             }
@@ -116,13 +117,17 @@ fn each_misbehaving_plugin_is_a_typed_error_within_its_deadline() {
             ("error_isend", PluginError::Call { call, code, log: Some(log) }) => {
                 call.starts_with("isend") && code.0 == 2 && log.contains("fails on purpose")
             }
-            ("null_listen", PluginError::Contract { call, what }) => call == "listen" && what.contains("NULL listenComm"),
+            ("null_listen", PluginError::Contract { call, what }) => {
+                call == "listen" && what.contains("NULL listenComm")
+            }
             ("null_table_entry", PluginError::NullEntries { missing, .. }) => missing == &["test"],
             ("bad_log_format", PluginError::LogFormat { call, line }) => {
                 call == "init" && line.contains("%n refused") && line.contains("unknown conversion")
             }
             ("no_devices", PluginError::Contract { call, what }) => call == "devices" && what.contains("0 devices"),
-            ("bad_props", PluginError::Contract { call, what }) => call == "getProperties(0)" && what.contains("NULL name"),
+            ("bad_props", PluginError::Contract { call, what }) => {
+                call == "getProperties(0)" && what.contains("NULL name")
+            }
             ("corrupt", PluginError::Corrupt { size: 2, offset: 1, got, expected, .. }) => *got == expected ^ 0x5a,
             ("short_size", PluginError::Contract { call, what }) => {
                 call == "test(recv, 2 B, tag 2)" && what == "reports 1 bytes received, 2 were sent"
@@ -182,7 +187,8 @@ fn nccl_net_plugin_is_read_as_nccl_reads_it() {
         return;
     }
     let dir = plugins().display().to_string();
-    let out = common::rerun_self("names_in_a_child", &[("LD_LIBRARY_PATH", &dir), ("NCCL_TRAMPOLINE_PLUGIN_CHILD", "1")]);
+    let out =
+        common::rerun_self("names_in_a_child", &[("LD_LIBRARY_PATH", &dir), ("NCCL_TRAMPOLINE_PLUGIN_CHILD", "1")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("names: ok"), "{text}");
@@ -204,7 +210,10 @@ fn names_in_a_child() {
     );
     // A list: each entry in order, the first that loads wins.
     let p = find(Family::Net, Some("nosuch,tcp")).unwrap();
-    assert_eq!(tried(&p).iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), ["nosuch", "libnccl-net-nosuch.so", "tcp", "libnccl-net-tcp.so"]);
+    assert_eq!(
+        tried(&p).iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+        ["nosuch", "libnccl-net-nosuch.so", "tcp", "libnccl-net-tcp.so"]
+    );
     // An entry that loads with a bad table stops nothing in a list: the next is tried.
     let p = find(Family::Net, Some("null_table_entry,tcp")).unwrap();
     assert!(p.path.ends_with("libnccl-net-tcp.so"), "{:?}", p.tried);

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use common::{build_shared, compiler_version, known_compiler_bug, repo_file, work_dir, Oracle};
-use nccl_trampoline::{Aggregate, CArg, CallbackValue, Complex, Error, CLongDouble, Position, Type, TypedCallback};
+use nccl_trampoline::{Aggregate, CArg, CLongDouble, CallbackValue, Complex, Error, Position, Type, TypedCallback};
 
 fn c_callers() -> &'static Oracle {
     static LIB: OnceLock<Oracle> = OnceLock::new();
@@ -681,9 +681,7 @@ fn direct_refuses_long_double_and_aligned_structs() {
     unsafe impl CArg for Aligned {
         const AGGREGATE: bool = true;
         fn c_type() -> Type {
-            Type::Aggregate(
-                Aggregate::from_fields(16, 16, vec![nccl_trampoline::Field::new(0, Type::I64)]).unwrap(),
-            )
+            Type::Aggregate(Aggregate::from_fields(16, 16, vec![nccl_trampoline::Field::new(0, Type::I64)]).unwrap())
         }
     }
     // SAFETY: an integer and padding.

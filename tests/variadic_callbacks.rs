@@ -29,7 +29,7 @@ use common::{
     build_shared, compiler_version, known_compiler_bug, repo_file, value_ranges, work_dir, Oracle, Rng,
     CALLER_OPT_LEVELS,
 };
-use nccl_trampoline::{arg, CallPlan, Callback, CallbackArgs, Error, CLongDouble, Signature, Type, VaList};
+use nccl_trampoline::{arg, CLongDouble, CallPlan, Callback, CallbackArgs, Error, Signature, Type, VaList};
 
 /// False, after checking the refusal, where the target has no callback entries yet.
 fn callbacks_exist() -> bool {

@@ -7,14 +7,14 @@ use core::fmt;
 use crate::abi::{Abi, Placement};
 use crate::ctype::error::Error;
 use crate::ctype::error::TypeDescription;
+use crate::ctype::types::{Signature, Type};
+use crate::ctype::wide::Complex;
+use crate::engine::code::CodePath;
 use crate::engine::layout::{HDR_ARGC, STATUS_NOT_NATIVE, STATUS_NULL_ARGUMENT, STATUS_OK};
 use crate::engine::program::{self, Mode};
 use crate::engine::typed::{
     aggregate_result, CArgs, CRet, TypedFn, AGGREGATE_RESULT_HEADER, AGGREGATE_RESULT_MAX_ARGS,
 };
-use crate::ctype::types::{Signature, Type};
-use crate::ctype::wide::Complex;
-use crate::engine::code::CodePath;
 use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
 
 /// A signature prepared for calling through the assembly core.
@@ -591,11 +591,33 @@ mod tests {
     fn a_thirteen_argument_binding_passes_every_argument() {
         #[allow(clippy::too_many_arguments)]
         extern "C" fn weigh(
-            a: i64, b: i32, c: u64, d: i8, e: u16, f: i64, g: u32, h: i64, i: f64, j: i64, k: u8, l: i32, m: *const u8,
+            a: i64,
+            b: i32,
+            c: u64,
+            d: i8,
+            e: u16,
+            f: i64,
+            g: u32,
+            h: i64,
+            i: f64,
+            j: i64,
+            k: u8,
+            l: i32,
+            m: *const u8,
         ) -> i64 {
             let m = if m.is_null() { 0 } else { 13 };
-            a + 2 * i64::from(b) + 3 * c as i64 + 4 * i64::from(d) + 5 * i64::from(e) + 6 * f + 7 * i64::from(g)
-                + 8 * h + (9.0 * i) as i64 + 10 * j + 11 * i64::from(k) + 12 * i64::from(l) + m
+            a + 2 * i64::from(b)
+                + 3 * c as i64
+                + 4 * i64::from(d)
+                + 5 * i64::from(e)
+                + 6 * f
+                + 7 * i64::from(g)
+                + 8 * h
+                + (9.0 * i) as i64
+                + 10 * j
+                + 11 * i64::from(k)
+                + 12 * i64::from(l)
+                + m
         }
         if Abi::native().is_none() {
             return;

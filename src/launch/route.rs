@@ -3,15 +3,15 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 #[cfg(unix)]
 use std::time::SystemTime;
-use std::time::Duration;
 
 use crate::launch::device::{self, DeviceChoice};
 use crate::launch::error::Error;
 use crate::launch::mpi::Mpi;
-use crate::launch::world::{vars, World};
 use crate::launch::rendezvous::{self, RendezvousKey};
+use crate::launch::world::{vars, World};
 use crate::nccl::{CommOptions, Communicator, Nccl, UniqueId};
 use crate::time::Deadline;
 use crate::trace::trace_event;
@@ -219,15 +219,26 @@ impl World {
     ) -> Result<(UniqueId, Cleanup), Error> {
         let left = || deadline.left().unwrap_or(Duration::MAX);
         // NCCL_COMM_ID's address is not shown: with it, the id is the constant magic and that address.
-        trace_event!(launch, INFO, "launch.route", route = route.name(), rank = self.rank(), size = self.size(),
+        trace_event!(
+            launch,
+            INFO,
+            "launch.route",
+            route = route.name(),
+            rank = self.rank(),
+            size = self.size(),
             root = self.is_root(),
-            bind = match route { IdRoute::Tcp { bind, .. } => Some(bind.to_string()), _ => None },
+            bind = match route {
+                IdRoute::Tcp { bind, .. } => Some(bind.to_string()),
+                _ => None,
+            },
             to = match route {
                 IdRoute::Tcp { host, port, .. } => Some(format!("{host}:{port}")),
                 IdRoute::File(path) => Some(path.display().to_string()),
                 _ => None,
             },
-            timeout_ms = crate::trace::ms(timeout), "the unique id travels along this route");
+            timeout_ms = crate::trace::ms(timeout),
+            "the unique id travels along this route"
+        );
         match route {
             IdRoute::Local => {
                 if self.size() != 1 {

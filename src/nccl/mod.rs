@@ -21,13 +21,13 @@
 
 // The layers of the facade, from the bottom: each imports only from those before it
 // (tests/layering.rs keeps it so).
-mod types;
-mod library;
 mod comm;
-mod ops;
-mod host_api;
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
+mod host_api;
+mod library;
+mod ops;
+mod types;
 
 pub use comm::adopt::Ownership;
 pub use comm::communicator::{AbortHandle, Communicator};

@@ -4,8 +4,8 @@
 use std::ffi::c_void;
 
 use super::values::{aligned, pick_bytes, value_ranges, Pattern};
-use crate::engine::plan::CallPlan;
 use crate::ctype::types::{Signature, Type};
+use crate::engine::plan::CallPlan;
 
 /// What the comparison needs from a loaded oracle: the C runtime of `oracle/runtime.c`
 /// and the generated functions.

@@ -4,8 +4,8 @@
 
 use core::ffi::{c_char, c_int, c_ulong, c_void};
 
-use crate::engine::typed::CArg;
 use crate::ctype::types::Type;
+use crate::engine::typed::CArg;
 
 pub use crate::nccl::NcclResult;
 
@@ -16,7 +16,9 @@ pub use crate::nccl::NcclResult;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DebugLogger(
     /// The C function, if any.
-    pub Option<unsafe extern "C" fn(level: c_int, flags: c_ulong, file: *const c_char, line: c_int, fmt: *const c_char, ...)>,
+    pub  Option<
+        unsafe extern "C" fn(level: c_int, flags: c_ulong, file: *const c_char, line: c_int, fmt: *const c_char, ...),
+    >,
 );
 
 impl DebugLogger {
@@ -63,9 +65,16 @@ function_pointer_arg!(DebugLogger, ProfilerCallback);
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ProfilerCallback(
     /// The C function, if any.
-    pub Option<unsafe extern "C" fn(e_handle: *mut *mut c_void, kind: c_int, p_handle: *mut c_void, plugin_id: i64, ext_data: *mut c_void) -> NcclResult>,
+    pub  Option<
+        unsafe extern "C" fn(
+            e_handle: *mut *mut c_void,
+            kind: c_int,
+            p_handle: *mut c_void,
+            plugin_id: i64,
+            ext_data: *mut c_void,
+        ) -> NcclResult,
+    >,
 );
-
 
 /// `ncclDebugLogLevel` (nccl_common.h:27-34): an open newtype.
 #[repr(transparent)]

@@ -15,9 +15,9 @@ use crate::plugin::gin::{GinV13, GinV13Calls, GinV14, GinV14Calls};
 use crate::plugin::host::load::Plugin;
 use crate::plugin::host::logger::{LogLine, Logger};
 use crate::plugin::host::names::Family;
+use crate::plugin::host::printf::read_string as string;
 use crate::plugin::net::NetPropertiesV12;
 use crate::plugin::net_bench::{self, BenchOptions};
-use crate::plugin::host::printf::read_string as string;
 use crate::plugin::net_ops::DeviceProperties;
 use crate::plugin::profiler::{self, *};
 use crate::plugin::tuner::*;
@@ -99,8 +99,11 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
                     macro_rules! new {
                         ($t:ty, $c:ty) => {{
                             let c = bind_table!(plugin, $t, $c);
-                            checked("init", call!(c.init(&mut ctx, COMM_ID, 1usize, 1usize, log, &mut nvl, &mut constants)))
-                                .and_then(|()| checked("finalize", call!(c.finalize(ctx))))
+                            checked(
+                                "init",
+                                call!(c.init(&mut ctx, COMM_ID, 1usize, 1usize, log, &mut nvl, &mut constants)),
+                            )
+                            .and_then(|()| checked("finalize", call!(c.finalize(ctx))))
                         }};
                     }
                     if v == 5 {
@@ -147,7 +150,10 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
                             // SAFETY: integers, floats and pointers: zero is valid.
                             let mut p: NetPropertiesV12 = unsafe { core::mem::zeroed() };
                             checked(&format!("getProperties({dev})"), call!(c.getProperties(dev, &mut p)))?;
-                            d.devices.push(crate::plugin::net_ops::properties_v12(&p).map_err(|(_, what)| format!("getProperties({dev}): {what}"))?);
+                            d.devices.push(
+                                crate::plugin::net_ops::properties_v12(&p)
+                                    .map_err(|(_, what)| format!("getProperties({dev}): {what}"))?,
+                            );
                         }
                         Ok(())
                     });
@@ -173,24 +179,32 @@ pub fn describe(plugin: &Plugin) -> Result<Description, PluginError> {
             macro_rules! v4 {
                 ($t:ty, $c:ty) => {{
                     let c = bind_table!(plugin, $t, $c);
-                    let outcome = checked("init", call!(c.init(&mut ctx, &mut mask, core::ptr::null(), COMM_ID, 1, 1, 0, log)));
+                    let outcome =
+                        checked("init", call!(c.init(&mut ctx, &mut mask, core::ptr::null(), COMM_ID, 1, 1, 0, log)));
                     (c, outcome)
                 }};
             }
             macro_rules! new {
                 ($t:ty, $c:ty) => {{
                     let c = bind_table!(plugin, $t, $c);
-                    let outcome = checked("init", call!(c.init(&mut ctx, COMM_ID, &mut mask, core::ptr::null(), 1, 1, 0, log)));
+                    let outcome =
+                        checked("init", call!(c.init(&mut ctx, COMM_ID, &mut mask, core::ptr::null(), 1, 1, 0, log)));
                     (c, outcome)
                 }};
             }
             macro_rules! finish {
                 ($pair:expr) => {{
                     let (c, outcome) = $pair;
-                    outcome.map(|()| d.details.push(format!("asks for events: {}", profiler::event_names(mask)))).and_then(|()| {
-                        // NCCL finalizes only a plugin that set a context (profiler.cc).
-                        if ctx.is_null() { Ok(()) } else { checked("finalize", call!(c.finalize(ctx))) }
-                    })
+                    outcome
+                        .map(|()| d.details.push(format!("asks for events: {}", profiler::event_names(mask))))
+                        .and_then(|()| {
+                            // NCCL finalizes only a plugin that set a context (profiler.cc).
+                            if ctx.is_null() {
+                                Ok(())
+                            } else {
+                                checked("finalize", call!(c.finalize(ctx)))
+                            }
+                        })
                 }};
             }
             match v {

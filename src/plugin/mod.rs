@@ -3,10 +3,10 @@
 //! loads plugins the way NCCL does (docs/adr/0026-plugins.md).
 
 pub mod common;
-pub mod error;
 pub(crate) mod declare;
 pub mod describe;
 pub mod env;
+pub mod error;
 pub mod gin;
 pub mod host;
 pub mod net;

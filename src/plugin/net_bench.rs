@@ -26,8 +26,8 @@ use crate::plugin::host::load::Plugin;
 use crate::plugin::host::logger::{LogLine, Logger};
 use crate::plugin::host::names::Family;
 use crate::plugin::net;
-use crate::plugin::net_ops::NetOps;
 pub use crate::plugin::net_ops::DeviceProperties;
+use crate::plugin::net_ops::NetOps;
 
 /// What the bench does.
 #[derive(Clone, Debug)]
@@ -173,10 +173,14 @@ fn watched(plugin: &Plugin, options: &BenchOptions, describe_only: bool) -> Resu
     std::thread::Builder::new()
         .name("net-bench".into())
         .spawn(move || {
-            let outcome = Bench::new(&plugin, &options, &worker_logger, watched).and_then(|mut bench| bench.run(describe_only));
+            let outcome =
+                Bench::new(&plugin, &options, &worker_logger, watched).and_then(|mut bench| bench.run(describe_only));
             let _ = done.send(outcome);
         })
-        .map_err(|e| PluginError::Contract { call: "net-bench".into(), what: format!("cannot start its thread: {e}") })?;
+        .map_err(|e| PluginError::Contract {
+            call: "net-bench".into(),
+            what: format!("cannot start its thread: {e}"),
+        })?;
     loop {
         match result.recv_timeout(Duration::from_millis(5)) {
             Ok(outcome) => {
@@ -186,11 +190,17 @@ fn watched(plugin: &Plugin, options: &BenchOptions, describe_only: bool) -> Resu
                 })
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(PluginError::Contract { call: "net-bench".into(), what: "its thread ended without a result".into() })
+                return Err(PluginError::Contract {
+                    call: "net-bench".into(),
+                    what: "its thread ended without a result".into(),
+                })
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        let late = current.lock().ok().and_then(|c| c.as_ref().filter(|(_, t)| t.elapsed() > deadline).map(|(n, _)| n.to_string()));
+        let late = current
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().filter(|(_, t)| t.elapsed() > deadline).map(|(n, _)| n.to_string()));
         if let Some(call) = late {
             // The plugin's function has not returned: leave its thread (and the logger it may
             // still call, which it holds) and report.
@@ -213,7 +223,12 @@ struct Bench<'a> {
 }
 
 impl<'a> Bench<'a> {
-    fn new(plugin: &Plugin, options: &'a BenchOptions, logger: &'a Logger, current: Current) -> Result<Self, PluginError> {
+    fn new(
+        plugin: &Plugin,
+        options: &'a BenchOptions,
+        logger: &'a Logger,
+        current: Current,
+    ) -> Result<Self, PluginError> {
         let (ops, name) = NetOps::new(plugin)?;
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let pattern = (0..options.max_size + 251)
@@ -350,9 +365,12 @@ impl<'a> Bench<'a> {
         let mut into = vec![0u8; max];
         let (mut send_mr, mut recv_mr) = (core::ptr::null_mut::<c_void>(), core::ptr::null_mut::<c_void>());
         // The buffers outlive their registrations (deregMr below, before they drop).
-        self.call(Step::with("regMr(send)", Detail::Bytes(max)), || (ops.reg_mr)(send, out.as_mut_ptr().cast(), max, &mut send_mr))?;
-        let registered =
-            self.call(Step::with("regMr(recv)", Detail::Bytes(max)), || (ops.reg_mr)(recv, into.as_mut_ptr().cast(), max, &mut recv_mr));
+        self.call(Step::with("regMr(send)", Detail::Bytes(max)), || {
+            (ops.reg_mr)(send, out.as_mut_ptr().cast(), max, &mut send_mr)
+        })?;
+        let registered = self.call(Step::with("regMr(recv)", Detail::Bytes(max)), || {
+            (ops.reg_mr)(recv, into.as_mut_ptr().cast(), max, &mut recv_mr)
+        });
         let outcome = registered.and_then(|()| {
             let mut size = self.options.min_size;
             let mut tag = 1;
@@ -366,7 +384,11 @@ impl<'a> Bench<'a> {
             }
         });
         let freed = self.call(Step::named("deregMr(send)"), || (ops.dereg_mr)(send, send_mr));
-        let freed = freed.and(if recv_mr.is_null() { Ok(()) } else { self.call(Step::named("deregMr(recv)"), || (ops.dereg_mr)(recv, recv_mr)) });
+        let freed = freed.and(if recv_mr.is_null() {
+            Ok(())
+        } else {
+            self.call(Step::named("deregMr(recv)"), || (ops.dereg_mr)(recv, recv_mr))
+        });
         outcome.and(freed)
     }
 
@@ -381,7 +403,8 @@ impl<'a> Bench<'a> {
         tag: i32,
         force_flush: bool,
     ) -> Result<(), PluginError> {
-        let iterations = if size > 1 << 20 { self.options.iterations.clamp(1, 3) } else { self.options.iterations.max(1) };
+        let iterations =
+            if size > 1 << 20 { self.options.iterations.clamp(1, 3) } else { self.options.iterations.max(1) };
         let mut total = Duration::ZERO;
         for round in 0..iterations {
             // A different stretch of the pattern each time (no two rounds, sizes or
@@ -390,7 +413,15 @@ impl<'a> Bench<'a> {
             out[..size].copy_from_slice(&self.pattern[shift..shift + size]);
             into[..size].fill(!out[0]);
             let started = Instant::now();
-            self.transfer(send, recv, (out.as_mut_ptr(), send_mr), (into.as_mut_ptr(), recv_mr), size, tag, force_flush)?;
+            self.transfer(
+                send,
+                recv,
+                (out.as_mut_ptr(), send_mr),
+                (into.as_mut_ptr(), recv_mr),
+                size,
+                tag,
+                force_flush,
+            )?;
             total += started.elapsed();
             if out[..size] != into[..size] {
                 let offset = out[..size].iter().zip(&into[..size]).position(|(a, b)| a != b).unwrap_or(0);
@@ -426,12 +457,16 @@ impl<'a> Bench<'a> {
         let started = Instant::now();
         let mut recv_req: *mut c_void = core::ptr::null_mut();
         while recv_req.is_null() {
-            self.call(Step::with("irecv", Detail::Message(size, tag)), || (ops.irecv)(recv, into.cast(), size, tag, recv_mr, &mut recv_req))?;
+            self.call(Step::with("irecv", Detail::Message(size, tag)), || {
+                (ops.irecv)(recv, into.cast(), size, tag, recv_mr, &mut recv_req)
+            })?;
             self.late(started, Step::with("irecv", Detail::Message(size, tag)))?;
         }
         let mut send_req: *mut c_void = core::ptr::null_mut();
         while send_req.is_null() {
-            self.call(Step::with("isend", Detail::Message(size, tag)), || (ops.isend)(send, out.cast(), size, tag, send_mr, &mut send_req))?;
+            self.call(Step::with("isend", Detail::Message(size, tag)), || {
+                (ops.isend)(send, out.cast(), size, tag, send_mr, &mut send_req)
+            })?;
             self.late(started, Step::with("isend", Detail::Message(size, tag)))?;
         }
         let (mut send_done, mut recv_done) = (false, false);
@@ -439,12 +474,16 @@ impl<'a> Bench<'a> {
         while !(send_done && recv_done) {
             if !send_done {
                 let (mut done, mut sent) = (0, 0);
-                self.call(Step::with("test(send)", Detail::Message(size, tag)), || (ops.test)(send_req, &mut done, &mut sent))?;
+                self.call(Step::with("test(send)", Detail::Message(size, tag)), || {
+                    (ops.test)(send_req, &mut done, &mut sent)
+                })?;
                 send_done = done != 0;
             }
             if !recv_done {
                 let mut done = 0;
-                self.call(Step::with("test(recv)", Detail::Message(size, tag)), || (ops.test)(recv_req, &mut done, &mut received))?;
+                self.call(Step::with("test(recv)", Detail::Message(size, tag)), || {
+                    (ops.test)(recv_req, &mut done, &mut received)
+                })?;
                 recv_done = done != 0;
             }
             self.late(started, Step::with("test", Detail::Message(size, tag)))?;

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use crate::nccl::NcclResult;
 use crate::plugin::common::{DebugLogger, ProfilerCallback};
+use crate::plugin::declare::{bind_table, call_entry as call};
 use crate::plugin::error::PluginError;
 use crate::plugin::host::load::Plugin;
 use crate::plugin::host::printf::read_string as string;
-use crate::plugin::declare::{bind_table, call_entry as call};
 use crate::plugin::net::*;
 
 type Ptr = *mut c_void;
@@ -145,10 +145,12 @@ macro_rules! get_properties {
 /// The entries every version shares, with the same prototype.
 macro_rules! shared {
     ($c:ident) => {{
-        let (a, b, d, e, f, g, h) = ($c.clone(), $c.clone(), $c.clone(), $c.clone(), $c.clone(), $c.clone(), $c.clone());
+        let (a, b, d, e, f, g, h) =
+            ($c.clone(), $c.clone(), $c.clone(), $c.clone(), $c.clone(), $c.clone(), $c.clone());
         (
             Box::new(move |n: *mut c_int| call!(a.devices(n))) as Box<dyn Fn(*mut c_int) -> NcclResult + Send + Sync>,
-            Box::new(move |comm: Ptr, mh: Ptr| call!(b.deregMr(comm, mh))) as Box<dyn Fn(Ptr, Ptr) -> NcclResult + Send + Sync>,
+            Box::new(move |comm: Ptr, mh: Ptr| call!(b.deregMr(comm, mh)))
+                as Box<dyn Fn(Ptr, Ptr) -> NcclResult + Send + Sync>,
             Box::new(move |comm: Ptr, data: Ptr, size: c_int, mh: Ptr, req: *mut Ptr| {
                 let (mut data, mut size, mut mh) = ([data], [size], [mh]);
                 call!(d.iflush(comm, 1, data.as_mut_ptr(), size.as_mut_ptr(), mh.as_mut_ptr(), req))
@@ -194,15 +196,27 @@ impl NetOps {
                 NetOps {
                     init: Box::new(move |log| call!(i.init(log))),
                     devices,
-                    properties: get_properties!(c, NetPropertiesV6, |p| properties!(p, reg_is_global: None, force_flush: None, device: None::<(i32, i32)>, p2p: None)),
+                    properties: get_properties!(
+                        c,
+                        NetPropertiesV6,
+                        |p| properties!(p, reg_is_global: None, force_flush: None, device: None::<(i32, i32)>, p2p: None)
+                    ),
                     listen: Box::new(move |dev, h, lc| call!(l.listen(dev, h, lc))),
                     connect: Box::new(move |dev, h, sc| call!(k.connect(dev, h, sc))),
                     accept: Box::new(move |lc, rc| call!(a.accept(lc, rc))),
-                    reg_mr: Box::new(move |comm, data, size, mh| call!(r.regMr(comm, data, size as c_int, PTR_HOST, mh))),
+                    reg_mr: Box::new(move |comm, data, size, mh| {
+                        call!(r.regMr(comm, data, size as c_int, PTR_HOST, mh))
+                    }),
                     dereg_mr,
-                    isend: Box::new(move |comm, data, size, tag, mh, req| call!(s.isend(comm, data, size as c_int, tag, mh, req))),
+                    isend: Box::new(move |comm, data, size, tag, mh, req| {
+                        call!(s.isend(comm, data, size as c_int, tag, mh, req))
+                    }),
                     irecv: irecv_one!(c, c_int),
-                    iflush, test, close_send, close_recv, close_listen,
+                    iflush,
+                    test,
+                    close_send,
+                    close_recv,
+                    close_listen,
                     finalize: None,
                 }
             }
@@ -241,15 +255,31 @@ impl NetOps {
                 NetOps {
                     init: Box::new(move |log| call!(i.init(log))),
                     devices,
-                    properties: get_properties!(c, NetPropertiesV9, |p| properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
+                    properties: get_properties!(
+                        c,
+                        NetPropertiesV9,
+                        |p| properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))
+                    ),
                     listen: Box::new(move |dev, h, lc| call!(l.listen(dev, h, lc))),
-                    connect: Box::new(move |dev, h, sc| { let mut d = core::ptr::null_mut(); call!(k.connect(dev, h, sc, &mut d)) }),
-                    accept: Box::new(move |lc, rc| { let mut d = core::ptr::null_mut(); call!(a.accept(lc, rc, &mut d)) }),
+                    connect: Box::new(move |dev, h, sc| {
+                        let mut d = core::ptr::null_mut();
+                        call!(k.connect(dev, h, sc, &mut d))
+                    }),
+                    accept: Box::new(move |lc, rc| {
+                        let mut d = core::ptr::null_mut();
+                        call!(a.accept(lc, rc, &mut d))
+                    }),
                     reg_mr: Box::new(move |comm, data, size, mh| call!(r.regMr(comm, data, size, PTR_HOST, mh))),
                     dereg_mr,
-                    isend: Box::new(move |comm, data, size, tag, mh, req| call!(s.isend(comm, data, size, tag, mh, req))),
+                    isend: Box::new(move |comm, data, size, tag, mh, req| {
+                        call!(s.isend(comm, data, size, tag, mh, req))
+                    }),
                     irecv: irecv_one!(c, usize),
-                    iflush, test, close_send, close_recv, close_listen,
+                    iflush,
+                    test,
+                    close_send,
+                    close_recv,
+                    close_listen,
                     finalize: None,
                 }
             }
@@ -260,18 +290,32 @@ impl NetOps {
                 NetOps {
                     init: Box::new(move |log| call!(i.init(log, ProfilerCallback(None)))),
                     devices,
-                    properties: get_properties!(c, NetPropertiesV10, |p| properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))),
+                    properties: get_properties!(
+                        c,
+                        NetPropertiesV10,
+                        |p| properties!(p, reg_is_global: Some(p.regIsGlobal != 0), force_flush: Some(p.forceFlush != 0), device: Some((p.netDeviceType, p.netDeviceVersion)), p2p: Some(p.maxP2pBytes))
+                    ),
                     listen: Box::new(move |dev, h, lc| call!(l.listen(dev, h, lc))),
                     connect: Box::new(move |dev, h, sc| {
-                        let (mut d, mut config) = (core::ptr::null_mut(), NetCommConfigV10 { trafficClass: TRAFFIC_CLASS_UNDEF });
+                        let (mut d, mut config) =
+                            (core::ptr::null_mut(), NetCommConfigV10 { trafficClass: TRAFFIC_CLASS_UNDEF });
                         call!(k.connect(dev, &mut config, h, sc, &mut d))
                     }),
-                    accept: Box::new(move |lc, rc| { let mut d = core::ptr::null_mut(); call!(a.accept(lc, rc, &mut d)) }),
+                    accept: Box::new(move |lc, rc| {
+                        let mut d = core::ptr::null_mut();
+                        call!(a.accept(lc, rc, &mut d))
+                    }),
                     reg_mr: Box::new(move |comm, data, size, mh| call!(r.regMr(comm, data, size, PTR_HOST, mh))),
                     dereg_mr,
-                    isend: Box::new(move |comm, data, size, tag, mh, req| call!(s.isend(comm, data, size, tag, mh, core::ptr::null_mut(), req))),
+                    isend: Box::new(move |comm, data, size, tag, mh, req| {
+                        call!(s.isend(comm, data, size, tag, mh, core::ptr::null_mut(), req))
+                    }),
                     irecv: irecv_one!(c, usize, phandles),
-                    iflush, test, close_send, close_recv, close_listen,
+                    iflush,
+                    test,
+                    close_send,
+                    close_recv,
+                    close_listen,
                     finalize: None,
                 }
             }

@@ -15,8 +15,8 @@
 
 use core::ffi::{c_int, c_void};
 
-use crate::engine::typed::CArg;
 use crate::ctype::types::Type;
+use crate::engine::typed::CArg;
 use crate::plugin::common::{DebugLogger, NcclResult};
 use crate::plugin::declare::{plugin_struct, plugin_table};
 

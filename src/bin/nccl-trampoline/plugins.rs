@@ -5,9 +5,9 @@
 use std::process::Command;
 use std::time::Duration;
 
+use nccl_trampoline::plugin::describe::describe;
 use nccl_trampoline::plugin::host::load::{find, Tried};
 use nccl_trampoline::plugin::host::names::Family;
-use nccl_trampoline::plugin::describe::describe;
 use nccl_trampoline::plugin::net_bench::{self, BenchOptions, DeviceProperties};
 use nccl_trampoline::plugin::PluginError;
 
@@ -63,11 +63,18 @@ pub fn probe(name: &str) -> Result<bool, CliError> {
         Err(e) => {
             print_tried_of(&e);
             println!("result: {}", explain(family, &e));
-            return Ok(!matches!(e, PluginError::Load { .. } | PluginError::NullEntries { .. } | PluginError::NotATable { .. }));
+            return Ok(!matches!(
+                e,
+                PluginError::Load { .. } | PluginError::NullEntries { .. } | PluginError::NotATable { .. }
+            ));
         }
     };
     print_tried(&plugin.tried);
-    println!("file: {}{}", plugin.path.display(), if plugin.from_net_plugin { " (the network plugin's library)" } else { "" });
+    println!(
+        "file: {}{}",
+        plugin.path.display(),
+        if plugin.from_net_plugin { " (the network plugin's library)" } else { "" }
+    );
     println!("table: {} (version {})", plugin.version.symbol, plugin.version.version);
     let d = describe(&plugin).map_err(|e| CliError::Plugin { source: e })?;
     println!("name: {}", d.name);
@@ -129,7 +136,11 @@ fn explain(family: Family, e: &PluginError) -> String {
         PluginError::NotFound { .. } if family == Family::Net => {
             "none found: NCCL uses its built-in IB and socket transports".to_string()
         }
-        PluginError::NotFound { .. } => format!("none found: NCCL runs without {} {} plugin", if family == Family::Env { "an" } else { "a" }, family.label()),
+        PluginError::NotFound { .. } => format!(
+            "none found: NCCL runs without {} {} plugin",
+            if family == Family::Env { "an" } else { "a" },
+            family.label()
+        ),
         e => e.to_string(),
     }
 }
@@ -156,7 +167,10 @@ pub fn net_bench(args: &NetBenchArgs) -> Result<bool, CliError> {
         println!("log: {line}");
     }
     print_devices(&report.devices);
-    println!("connected after {} connect and {} accept calls; {} iflush calls", report.connect_calls, report.accept_calls, report.flushes);
+    println!(
+        "connected after {} connect and {} accept calls; {} iflush calls",
+        report.connect_calls, report.accept_calls, report.flushes
+    );
     println!("{:>12} {:>6} {:>6} {:>12} {:>10}", "size (B)", "tag", "iters", "latency (us)", "GB/s");
     for s in &report.sizes {
         println!("{:>12} {:>6} {:>6} {:>12.2} {:>10.3}", s.size, s.tag, s.iterations, s.latency_us, s.bandwidth_gbs);

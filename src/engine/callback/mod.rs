@@ -35,10 +35,10 @@ use core::fmt;
 
 use crate::ctype::error::Error;
 use crate::ctype::types::Signature;
+pub use entry::POOL_SIZE;
 use frame::Record;
 use plan::CallbackPlan;
 pub use typed::{CallbackArgTypes, CallbackFn, TypedCallback};
-pub use entry::POOL_SIZE;
 pub use va::{CVaList, VaList};
 pub use value::{CValue, CallbackReturn, CallbackValue};
 pub use view::{CallbackArgs, CallbackResult};
@@ -224,11 +224,11 @@ mod pool {
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
+    use super::entry::{fatal, panic_message, POOL_SIZE};
     use super::frame::Record;
     use super::plan::ResultSink;
     use super::running;
     use super::view::{CallbackArgs, CallbackResult};
-    use super::entry::{fatal, panic_message, POOL_SIZE};
     use super::State;
     use crate::ctype::error::Error;
     use crate::engine::layout::{T_CB_DIRECT_SLOTS, T_CB_ENTRY, T_CB_INSTALL};

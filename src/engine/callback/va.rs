@@ -380,9 +380,9 @@ impl CVaList<'_> {
 mod tests {
     use super::*;
     use crate::abi::{Loc, Move};
-    use crate::engine::callback::plan::CallbackPlan;
     use crate::ctype::types::{Aggregate, Signature};
     use crate::ctype::wide::CLongDouble;
+    use crate::engine::callback::plan::CallbackPlan;
 
     /// A C caller's argument memory, as the record contract presents it: the saved integer
     /// registers, the saved 16-byte vector registers and the stack arguments, in one
@@ -597,8 +597,7 @@ mod tests {
         let cases = if cfg!(miri) { 12 } else { 600 };
         for _ in 0..cases {
             let named: Vec<Type> = (0..rng.range(1, 10)).map(|_| named_types[rng.below(6) as usize]).collect();
-            let variable: Vec<Type> =
-                (0..rng.range(0, 24)).map(|_| variable_types[rng.below(9) as usize]).collect();
+            let variable: Vec<Type> = (0..rng.range(0, 24)).map(|_| variable_types[rng.below(9) as usize]).collect();
             for abi in ABIS {
                 round_trip(abi, &named, &variable, None);
             }

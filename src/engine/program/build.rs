@@ -36,12 +36,7 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
 /// integer result.
 fn line_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
     let n = sig.args().len();
-    if n > MAX_LINE_ARGS as usize
-        || p.moves.len() != n
-        || p.stack_len != 0
-        || p.copy_len != 0
-        || p.vector_count != 0
-    {
+    if n > MAX_LINE_ARGS as usize || p.moves.len() != n || p.stack_len != 0 || p.copy_len != 0 || p.vector_count != 0 {
         return None;
     }
     let mut mask = 0usize;

@@ -19,10 +19,7 @@ pub(super) trait Key: Copy + fmt::Debug {
         match self.slot() {
             Some(slot) => engine::code(slot),
             None => {
-                unreachable!(
-                    "the native placement asked for {self:?}: no such code in the {} table",
-                    engine::TARGET
-                )
+                unreachable!("the native placement asked for {self:?}: no such code in the {} table", engine::TARGET)
             }
         }
     }
@@ -312,9 +309,7 @@ mod tests {
             }
         }
         for len in lens {
-            keys.extend(
-                [Handler::Load, Handler::Resa, Handler::Resd, Handler::Donei, Handler::Donev].map(|h| h(len)),
-            );
+            keys.extend([Handler::Load, Handler::Resa, Handler::Resd, Handler::Donei, Handler::Donev].map(|h| h(len)));
         }
         keys
     }

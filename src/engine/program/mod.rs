@@ -26,8 +26,8 @@
 //! lists `build.rs` generates, searched when the crate is compiled.
 
 use crate::abi::Placement;
-use crate::engine::layout::*;
 use crate::ctype::types::Signature;
+use crate::engine::layout::*;
 use crate::engine::{self, VectorCopy};
 
 /// Which entry family a program is for.

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};
 
+use super::dynamic::*;
 use super::headers::tls_memsz;
 use super::image::Image;
 use super::input::{u16_at, u32_at, u64_at};
@@ -12,7 +13,6 @@ use super::reader::{Reader, Table};
 use super::relocation::{rela_applied, reserved_got_bytes, SlotValue, RELA_BYTES};
 use super::symbol::{Symbol, SHN_ABS, SHN_LORESERVE, STT_FUNC, STT_GNU_IFUNC, STT_OBJECT, STT_TLS, SYM_BYTES};
 use super::MAX_ARRAY_SLOTS;
-use super::dynamic::*;
 use crate::foreign::error::LoadError;
 
 impl<R: Read + Seek> Reader<R> {

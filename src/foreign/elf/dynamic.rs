@@ -156,7 +156,6 @@ impl<R: Read + Seek> Reader<R> {
         }
         Err(LoadError::Unterminated { what: "the dynamic section" })
     }
-
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek};
 
 use super::dynamic::{tag_name, Dynamic, DT_JMPREL, DT_PLTRELSZ, DT_RELA, DT_RELASZ};
-use super::reader::Segment;
 use super::input::u64_at;
 use super::machine::{EM_AARCH64, EM_RISCV, EM_X86_64};
+use super::reader::Segment;
 use super::reader::{Reader, Table};
 use super::symbol::{Symbol, SHN_ABS, STT_TLS};
 use crate::foreign::error::LoadError;

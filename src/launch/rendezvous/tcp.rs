@@ -181,8 +181,13 @@ impl TcpRoot {
                         progress = true;
                         let c = conns.swap_remove(i);
                         if c.served {
-                            trace_event!(launch, DEBUG, "rendezvous.rank_served", rank = c.rank,
-                                "a rank acknowledged the unique id");
+                            trace_event!(
+                                launch,
+                                DEBUG,
+                                "rendezvous.rank_served",
+                                rank = c.rank,
+                                "a rank acknowledged the unique id"
+                            );
                             served.insert(c.rank);
                             bump(&mut report.served);
                         }
@@ -200,9 +205,17 @@ impl TcpRoot {
         }
         // Duplicates of a served rank were counted once.
         report.served = served.len() as u32;
-        trace_event!(launch, INFO, "rendezvous.served", served = report.served, refused = report.refused,
-            wrong_rank = report.wrong_rank, dropped = report.dropped, took_ms = crate::trace::ms(deadline.waited()),
-            "every rank has the unique id");
+        trace_event!(
+            launch,
+            INFO,
+            "rendezvous.served",
+            served = report.served,
+            refused = report.refused,
+            wrong_rank = report.wrong_rank,
+            dropped = report.dropped,
+            took_ms = crate::trace::ms(deadline.waited()),
+            "every rank has the unique id"
+        );
         Ok(report)
     }
 }
@@ -339,8 +352,13 @@ impl<S: Read + Write> Conn<S> {
                     self.client_nonce.copy_from_slice(&self.input[8..8 + NONCE]);
                     self.rank = u32::from_be_bytes(self.input[8 + NONCE..HELLO].try_into().expect("4 bytes"));
                     if !ranks.contains(&self.rank) {
-                        trace_event!(launch, WARN, "rendezvous.wrong_rank", rank = self.rank,
-                            "a connection asked for a rank the root does not serve");
+                        trace_event!(
+                            launch,
+                            WARN,
+                            "rendezvous.wrong_rank",
+                            rank = self.rank,
+                            "a connection asked for a rank the root does not serve"
+                        );
                         bump(&mut report.wrong_rank);
                         self.send(Stage::WriteRefusal, &[WRONG_RANK]);
                         continue;
@@ -364,8 +382,13 @@ impl<S: Read + Write> Conn<S> {
                     let rank = self.rank.to_be_bytes();
                     let proof = self.input;
                     if !key.verify(b"client", &[&self.client_nonce, &self.root_nonce, &rank], &proof[..TAG]) {
-                        trace_event!(launch, WARN, "rendezvous.denied", rank = self.rank,
-                            "a connection failed to prove the job's key: denied");
+                        trace_event!(
+                            launch,
+                            WARN,
+                            "rendezvous.denied",
+                            rank = self.rank,
+                            "a connection failed to prove the job's key: denied"
+                        );
                         bump(&mut report.refused);
                         self.send(Stage::WriteRefusal, &[DENIED]);
                         continue;
@@ -469,7 +492,10 @@ pub(super) fn write_all(stream: &mut impl RankWire, buf: &[u8], deadline: &Deadl
 }
 
 pub(super) fn timed_out(deadline: &Deadline) -> Error {
-    Error::Timeout { waited: deadline.limit().unwrap_or_else(|| deadline.waited()), waiting_for: "the root's unique id over TCP" }
+    Error::Timeout {
+        waited: deadline.limit().unwrap_or_else(|| deadline.waited()),
+        waiting_for: "the root's unique id over TCP",
+    }
 }
 
 /// One exchange with the root.

@@ -9,15 +9,15 @@ use core::fmt;
 use core::marker::PhantomData;
 use std::sync::{Arc, Weak};
 
-use crate::nccl::types::error::Error;
+use crate::nccl::comm::shared::Shared;
+use crate::nccl::comm::shared::{Allow, RankInfo};
+use crate::nccl::comm::watchdog::{Watchdog, WatchdogAction, WatchdogConfig, Watched};
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::shared::Shared;
-use crate::nccl::comm::watchdog::{Watchdog, WatchdogAction, WatchdogConfig, Watched};
-use crate::nccl::comm::shared::{Allow, RankInfo};
+use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
 use crate::nccl::types::state::{Cause, CommState, Timeouts, WatchdogReport};
 use crate::time::Deadline;
-use crate::nccl::types::enums::NcclResult;
 use crate::trace::trace_event;
 
 /// A handle that aborts a communicator from any thread: `Send + Sync`, cheap to clone.

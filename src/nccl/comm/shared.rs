@@ -10,17 +10,17 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 use std::time::Duration;
 
 use crate::cuda::Context;
-use crate::time::Backoff;
 use crate::engine::typed::CArgs;
 use crate::nccl::comm::bounded::{spawn_bounded, Busy, CallThread, Exit};
-use crate::nccl::types::error::Error;
+use crate::nccl::comm::watchdog::{Watchdog, Watched};
 use crate::nccl::library::functions::Function;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
-use crate::nccl::types::state::{Cause, CommState, Timeouts};
-use crate::time::Deadline;
 use crate::nccl::types::enums::NcclResult;
-use crate::nccl::comm::watchdog::{Watchdog, Watched};
+use crate::nccl::types::error::Error;
+use crate::nccl::types::state::{Cause, CommState, Timeouts};
+use crate::time::Backoff;
+use crate::time::Deadline;
 use crate::trace::trace_event;
 
 mod borrowed;
@@ -385,18 +385,29 @@ impl Shared {
                 // The call that started NCCL's job is still inside NCCL: the abort runs on its
                 // thread the moment it returns.
                 if home.thread.hand(Box::new(move || drop(abort(cause)))) {
-                    trace_event!(nccl, WARN, "abort.pending", rank = self.info.get().map(|i| i.rank),
+                    trace_event!(
+                        nccl,
+                        WARN,
+                        "abort.pending",
+                        rank = self.info.get().map(|i| i.rank),
                         waiting_for = "the creating call",
-                        "an abort waits for the call that is making the communicator");
+                        "an abort waits for the call that is making the communicator"
+                    );
                     return Err(Error::AbortPending);
                 }
             } else {
                 match home.thread.run(deadline, move || abort(cause)) {
                     Some(r) => return r,
                     None if deadline.passed() => {
-                        trace_event!(nccl, WARN, "abort.pending", rank = self.info.get().map(|i| i.rank),
-                            waiting_for = "the creation's thread", waited_ms = crate::trace::ms(deadline.waited()),
-                            "an abort waits for the thread of the creation it belongs to");
+                        trace_event!(
+                            nccl,
+                            WARN,
+                            "abort.pending",
+                            rank = self.info.get().map(|i| i.rank),
+                            waiting_for = "the creation's thread",
+                            waited_ms = crate::trace::ms(deadline.waited()),
+                            "an abort waits for the thread of the creation it belongs to"
+                        );
                         return Err(Error::AbortPending);
                     }
                     // The home thread has ended: its job is over, abort here.
@@ -422,9 +433,14 @@ impl Shared {
                 match call.wait(deadline.later(QUERY_GRACE), &|| false, abandon) {
                     Some(r) => r,
                     None => {
-                        trace_event!(nccl, ERROR, "abort.timed_out", rank = self.info.get().map(|i| i.rank),
+                        trace_event!(
+                            nccl,
+                            ERROR,
+                            "abort.timed_out",
+                            rank = self.info.get().map(|i| i.rank),
                             waited_ms = crate::trace::ms(deadline.waited()),
-                            "ncclCommAbort did not return in time: the communicator is lost, left to that thread");
+                            "ncclCommAbort did not return in time: the communicator is lost, left to that thread"
+                        );
                         Err(Error::Timeout { operation, waited: deadline.waited() })
                     }
                 }
@@ -461,9 +477,15 @@ impl Shared {
                 Err(TryLockError::WouldBlock) => {}
             }
             if deadline.passed() || self.lost.load(Ordering::Acquire) {
-                trace_event!(nccl, WARN, "abort.pending", rank = self.info.get().map(|i| i.rank),
-                    waiting_for = "an NCCL call on the communicator", waited_ms = crate::trace::ms(deadline.waited()),
-                    "an abort waits for the blocking NCCL call that holds the communicator; it runs when that returns");
+                trace_event!(
+                    nccl,
+                    WARN,
+                    "abort.pending",
+                    rank = self.info.get().map(|i| i.rank),
+                    waiting_for = "an NCCL call on the communicator",
+                    waited_ms = crate::trace::ms(deadline.waited()),
+                    "an abort waits for the blocking NCCL call that holds the communicator; it runs when that returns"
+                );
                 return Err(Error::AbortPending);
             }
             backoff.pause(deadline.left());

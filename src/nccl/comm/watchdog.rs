@@ -122,12 +122,22 @@ unsafe impl Sync for Watchdog {}
 impl Watchdog {
     /// A watchdog of the communicator whose NCCL device is `context`, with its first events made
     /// (not on the first operations' path); not yet watching.
-    pub(crate) fn new(driver: Arc<Driver>, context: Option<Context>, config: WatchdogConfig) -> Result<Arc<Self>, Error> {
+    pub(crate) fn new(
+        driver: Arc<Driver>,
+        context: Option<Context>,
+        config: WatchdogConfig,
+    ) -> Result<Arc<Self>, Error> {
         let dog = Arc::new(Watchdog {
             driver,
             context,
             config,
-            inner: Mutex::new(Inner { queue: VecDeque::new(), spare: Vec::new(), next: 0, stopped: false, report: None }),
+            inner: Mutex::new(Inner {
+                queue: VecDeque::new(),
+                spare: Vec::new(),
+                next: 0,
+                stopped: false,
+                report: None,
+            }),
             wake: Condvar::new(),
         });
         let spare = (0..INITIAL_EVENTS).map(|_| dog.new_event()).collect::<Result<Vec<_>, Error>>();
@@ -371,4 +381,3 @@ fn report(t: &Tracked, problem: Problem) -> WatchdogReport {
         problem,
     }
 }
-

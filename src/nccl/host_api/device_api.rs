@@ -11,14 +11,14 @@
 use core::ffi::c_void;
 
 use crate::engine::typed::ValueAt;
-use crate::nccl::types::device_api::MultimemHandle;
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
+use crate::nccl::comm::shared::Allow;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::ops::memory::Registration;
-use crate::nccl::comm::shared::Allow;
+use crate::nccl::types::device_api::MultimemHandle;
 use crate::nccl::types::device_api::Team;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
 
 /// `ncclDevResourceRequirements_t` as 2.28.7 through 2.32.3 declare it (56 bytes; 2.28.3's
 /// 32-byte form is its prefix, so a buffer of this size serves both).
@@ -128,7 +128,12 @@ pub struct LeInfo {
 }
 
 /// NCCL's result as `Ok` or the facade's error for `sym`.
-fn checked(nccl: &Nccl, r: NcclResult, sym: crate::nccl::library::functions::Sym, comm: *mut c_void) -> Result<(), Error> {
+fn checked(
+    nccl: &Nccl,
+    r: NcclResult,
+    sym: crate::nccl::library::functions::Sym,
+    comm: *mut c_void,
+) -> Result<(), Error> {
     if r.is_success() {
         Ok(())
     } else {

@@ -4,15 +4,15 @@
 
 use core::ffi::c_void;
 
-use crate::nccl::ops::buffers::Stream;
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::device_api::WaitSignalDesc;
-use crate::nccl::types::error::Error;
 use crate::nccl::comm::grouped;
-use crate::nccl::library::load::Nccl;
-use crate::nccl::ops::memory::Registration;
-use crate::nccl::types::enums::DataType;
 use crate::nccl::comm::watchdog::OpInfo;
+use crate::nccl::library::load::Nccl;
+use crate::nccl::ops::buffers::Stream;
+use crate::nccl::ops::memory::Registration;
+use crate::nccl::types::device_api::WaitSignalDesc;
+use crate::nccl::types::enums::DataType;
+use crate::nccl::types::error::Error;
 
 impl Communicator {
     /// `ncclPutSignal` (2.29.2): writes `count` elements of `dtype` from `local` to `peer`'s

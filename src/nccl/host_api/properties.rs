@@ -10,9 +10,9 @@
 //! either layout, so a library that writes more than it should writes into owned memory.
 
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::shared::Allow;
+use crate::nccl::library::functions::Sym;
+use crate::nccl::types::error::Error;
 use crate::nccl::types::version::Version;
 
 /// NCCL_API_MAGIC.

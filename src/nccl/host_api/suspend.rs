@@ -8,11 +8,11 @@
 //! manager is disabled or shared by a split (:938-948, :980-990).
 
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::shared::Allow;
-use crate::time::Deadline;
+use crate::nccl::library::functions::Sym;
 use crate::nccl::types::enums::{MemStat, NcclResult};
+use crate::nccl::types::error::Error;
+use crate::time::Deadline;
 
 /// `ncclCommSuspend`'s flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

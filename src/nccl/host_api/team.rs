@@ -5,12 +5,12 @@
 //! The team and its C layout are `nccl::types::device_api`.
 
 use crate::engine::typed::{CArgs, CRet, ValueAt};
-use crate::nccl::types::device_api::{CftTeamMode, Team};
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
+use crate::nccl::comm::shared::Allow;
 use crate::nccl::library::functions::Function;
 use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::shared::Allow;
+use crate::nccl::types::device_api::{CftTeamMode, Team};
+use crate::nccl::types::error::Error;
 
 impl Communicator {
     /// Calls a team helper on this communicator's handle, under its call lock (the helpers

@@ -3,9 +3,9 @@
 
 use core::fmt;
 
-use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::SYMBOLS;
 use crate::nccl::library::load::Nccl;
+use crate::nccl::types::error::Error;
 
 /// The crate's coverage of one loaded library's public API ([`Nccl::coverage`]).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,9 +15,9 @@
 
 use std::ffi::CString;
 
-use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
+use crate::nccl::types::error::Error;
 
 /// NCCL_API_MAGIC.
 const MAGIC: u32 = 0xcafe_beef;

@@ -9,10 +9,10 @@ use core::ffi::{c_char, c_void};
 
 use crate::engine::typed::{CArgs, CRet, ValueAt};
 use crate::nccl::types::device_api::MultimemHandle;
-use crate::nccl::types::error::Error;
 use crate::nccl::types::device_api::WaitSignalDesc;
 use crate::nccl::types::device_api::{CftTeamMode, Team};
 use crate::nccl::types::enums::{DataType, MemStat, NcclResult, RedOp, ScalarResidence};
+use crate::nccl::types::error::Error;
 use crate::nccl::types::unique_id::UniqueId;
 use crate::nccl::types::version::Version;
 

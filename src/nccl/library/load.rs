@@ -19,11 +19,13 @@ use crate::engine::typed::CArgs;
 use crate::foreign::elf::Image;
 use crate::foreign::loader::{self, Loaded};
 use crate::foreign::symbols::Entry;
-use crate::nccl::library::discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
 use crate::nccl::library::discovery;
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::{info, since, unsupported, Function, Functions, LibraryVersion, Sym, SYMBOLS, SYMBOL_COUNT};
+use crate::nccl::library::discovery::{Candidate, PythonWheel, Source, LIBRARY_ENV};
+use crate::nccl::library::functions::{
+    info, since, unsupported, Function, Functions, LibraryVersion, Sym, SYMBOLS, SYMBOL_COUNT,
+};
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
 use crate::nccl::types::version::{Flavor, Version};
 use crate::trace::trace_event;
 

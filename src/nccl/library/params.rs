@@ -16,10 +16,10 @@
 use core::ffi::{c_char, c_void, CStr};
 use std::ffi::CString;
 
-use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::{Function, Sym};
 use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
 
 /// A runtime parameter, bound by key (`ncclParamHandle_t`). The handle is NCCL's (its
 /// registry's entry) and lives as long as the library; the borrow of [`Nccl`] keeps it loaded.

@@ -3,8 +3,8 @@
 
 use core::ffi::c_void;
 
-use crate::nccl::types::error::Error;
 use crate::nccl::types::enums::NcclScalar;
+use crate::nccl::types::error::Error;
 
 /// `cudaStreamPerThread`'s handle value; unusable with non-blocking communicators (NCCL
 /// silently corrupts data), so it is refused there.

@@ -7,16 +7,16 @@
 use core::ffi::c_void;
 
 use crate::engine::typed::CArgs;
-use crate::nccl::ops::buffers::CUDA_STREAM_PER_THREAD;
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::Function;
 use crate::nccl::comm::grouped;
-use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::shared::Allow;
-use crate::time::Deadline;
-use crate::nccl::types::enums::NcclResult;
 use crate::nccl::comm::watchdog::OpInfo;
+use crate::nccl::library::functions::Function;
+use crate::nccl::library::load::Nccl;
+use crate::nccl::ops::buffers::CUDA_STREAM_PER_THREAD;
+use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
+use crate::time::Deadline;
 
 impl Communicator {
     /// Enqueues one operation: under the call lock, refused once the communicator is unusable;

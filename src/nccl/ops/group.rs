@@ -7,12 +7,12 @@ use core::cell::RefCell;
 use core::marker::PhantomData;
 use core::ptr;
 
-use crate::nccl::types::error::Error;
+use crate::nccl::comm::grouped;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::grouped;
-use crate::time::Deadline;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
+use crate::time::Deadline;
 
 /// An open `ncclGroupStart` on this thread; [`end`](Group::end) reports `ncclGroupEnd`'s
 /// result. Not `Send`: NCCL groups are per thread. Dropped without `end`, it ends the group

@@ -7,12 +7,12 @@ use core::ptr;
 
 use crate::engine::typed::CArgs;
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
+use crate::nccl::comm::shared::Allow;
 use crate::nccl::library::functions::Function;
 use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::shared::Allow;
-use crate::time::Deadline;
 use crate::nccl::types::enums::{NcclResult, NcclScalar, RedOp, ScalarResidence};
+use crate::nccl::types::error::Error;
+use crate::time::Deadline;
 
 impl Communicator {
     /// Calls `function` on this communicator (under its call lock); `ncclInProgress`

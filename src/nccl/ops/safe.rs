@@ -3,11 +3,11 @@
 
 use core::ffi::c_void;
 
-use crate::nccl::ops::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
+use crate::nccl::ops::buffers::{DeviceBuffer, DeviceBufferMut, Stream};
 use crate::nccl::types::coll_config::CollConfig;
 use crate::nccl::types::enums::NcclScalar;
+use crate::nccl::types::error::Error;
 
 impl Communicator {
     /// The safe forms' checks: the stream's and each buffer's device is the communicator's, and

@@ -7,10 +7,10 @@
 //! caller's `size` bytes (NCCL v2.30.7-1 src/group.cc:792-800, :864). The struct has not grown
 //! since 2.22 (`ncclSimInfo_v22200` in 2.32.3's nccl.h), so one layout serves every version.
 
-use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
-use crate::nccl::ops::group::Group;
 use crate::nccl::library::load::Nccl;
+use crate::nccl::ops::group::Group;
+use crate::nccl::types::error::Error;
 
 /// `NCCL_SIM_INFO_INITIALIZER`'s magic.
 pub const SIM_INFO_MAGIC: u32 = 0x7468_5283;

@@ -1,14 +1,14 @@
 //! Waiting for a stream's work with a deadline, polling outside NCCL so that an abort, an
 //! asynchronous error or a timeout ends the wait.
 
-use crate::time::Backoff;
-use crate::nccl::ops::buffers::Stream;
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::error::Error;
 use crate::nccl::library::functions::Sym;
-use crate::nccl::types::state::{Cause, CommState};
-use crate::time::Deadline;
+use crate::nccl::ops::buffers::Stream;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
+use crate::nccl::types::state::{Cause, CommState};
+use crate::time::Backoff;
+use crate::time::Deadline;
 
 impl Communicator {
     /// Waits until the work queued on `stream` so far has run, within the operation timeout.

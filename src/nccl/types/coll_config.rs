@@ -8,7 +8,6 @@
 //! `forceAlgSelection` 1, `userProfilerTag` 0). The offsets are checked against the C compiler
 //! reading both headers (tests/c/coll_config_layout.c).
 
-
 use core::ffi::c_void;
 use std::ffi::CString;
 

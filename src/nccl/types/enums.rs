@@ -3,8 +3,8 @@
 
 use core::fmt;
 
-use crate::engine::typed::{CArg, CRet};
 use crate::ctype::types::Type;
+use crate::engine::typed::{CArg, CRet};
 
 /// `ncclResult_t`: an open newtype, so a code from a newer NCCL is kept, never mistaken for
 /// success.

@@ -8,8 +8,8 @@ use core::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::nccl::types::state::CommState;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::state::CommState;
 use crate::nccl::types::version::Version;
 
 /// Everything the NCCL facade can fail with, one variant per failure site: the facade layer's

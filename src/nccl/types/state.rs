@@ -107,7 +107,6 @@ impl fmt::Display for CommState {
     }
 }
 
-
 /// What went wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -71,12 +71,17 @@ use crate::plugin::gin::{GinV13, GinV14};
 use crate::plugin::net::{NetV10, NetV11, NetV12, NetV6, NetV7, NetV8, NetV9};
 use crate::plugin::profiler::{ProfilerV1, ProfilerV2, ProfilerV3, ProfilerV4, ProfilerV5, ProfilerV6};
 use crate::plugin::tuner::{TunerV2, TunerV3, TunerV4, TunerV5, TunerV6};
-tables!(NetV6, NetV7, NetV8, NetV9, NetV10, NetV11, NetV12, GinV13, GinV14, TunerV2, TunerV3, TunerV4, TunerV5, TunerV6, EnvV1, EnvV2, ProfilerV1, ProfilerV2, ProfilerV3, ProfilerV4, ProfilerV5, ProfilerV6);
+tables!(
+    NetV6, NetV7, NetV8, NetV9, NetV10, NetV11, NetV12, GinV13, GinV14, TunerV2, TunerV3, TunerV4, TunerV5, TunerV6,
+    EnvV1, EnvV2, ProfilerV1, ProfilerV2, ProfilerV3, ProfilerV4, ProfilerV5, ProfilerV6
+);
 
 /// The versions of `family`'s table the host knows, newest first (the order NCCL searches).
 pub fn versions(family: Family) -> &'static [TableVersion] {
     match family {
-        Family::Net => versions![NetV12 => 12, NetV11 => 11, NetV10 => 10, NetV9 => 9, NetV8 => 8, NetV7 => 7, NetV6 => 6],
+        Family::Net => {
+            versions![NetV12 => 12, NetV11 => 11, NetV10 => 10, NetV9 => 9, NetV8 => 8, NetV7 => 7, NetV6 => 6]
+        }
         Family::Gin => versions![GinV14 => 14, GinV13 => 13],
         Family::Tuner => versions![TunerV6 => 6, TunerV5 => 5, TunerV4 => 4, TunerV3 => 3, TunerV2 => 2],
         Family::Env => versions![EnvV2 => 2, EnvV1 => 1],
@@ -293,10 +298,7 @@ fn find_in_entry(family: Family, attempts: &[Attempt], tried: &mut Vec<Tried>) -
                 _library: library,
             }));
         }
-        let unknown: Vec<String> = image
-            .as_ref()
-            .map(|i| i.exported_objects(symbol_stem(family)))
-            .unwrap_or_default();
+        let unknown: Vec<String> = image.as_ref().map(|i| i.exported_objects(symbol_stem(family))).unwrap_or_default();
         let e = PluginError::NoKnownVersion {
             family,
             path,

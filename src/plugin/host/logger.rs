@@ -7,8 +7,8 @@ use core::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::engine::callback::Callback;
 use crate::ctype::types::{Signature, Type};
+use crate::engine::callback::Callback;
 use crate::plugin::common::{DebugLogger, LogLevel};
 use crate::plugin::error::PluginError;
 use crate::plugin::host::printf::{self, read_string};
@@ -82,7 +82,8 @@ impl Logger {
                 Ok(mut va) => printf::format(fmt, &mut va),
                 Err(e) => printf::Formatted { text: String::new(), faults: vec![e.to_string()] },
             };
-            let entry = LogLine { level: LogLevel(level), flags, file, line, text: formatted.text, faults: formatted.faults };
+            let entry =
+                LogLine { level: LogLevel(level), flags, file, line, text: formatted.text, faults: formatted.faults };
             if !entry.faults.is_empty() {
                 seen.store(true, Ordering::Release);
             }
@@ -109,9 +110,10 @@ impl Logger {
         // SAFETY: the entry is a C function of the logger's variadic type (its signature), alive
         // while `self` is.
         DebugLogger(Some(unsafe {
-            core::mem::transmute::<*const core::ffi::c_void, unsafe extern "C" fn(i32, core::ffi::c_ulong, *const c_char, i32, *const c_char, ...)>(
-                self.callback.as_ptr(),
-            )
+            core::mem::transmute::<
+                *const core::ffi::c_void,
+                unsafe extern "C" fn(i32, core::ffi::c_ulong, *const c_char, i32, *const c_char, ...),
+            >(self.callback.as_ptr())
         }))
     }
 
@@ -144,12 +146,27 @@ mod tests {
         let f = logger.as_c().0.unwrap();
         let (name, bytes, ms) = (c"lo", 1u64 << 33, 12.625f64);
         // SAFETY: the logger's type; the arguments match the format's conversions.
-        unsafe { f(3, 0x10, c"net.cc".as_ptr(), 225, c"dev %d %s: %zu bytes in %.3f ms".as_ptr(), 7, name.as_ptr(), bytes, ms) };
+        unsafe {
+            f(
+                3,
+                0x10,
+                c"net.cc".as_ptr(),
+                225,
+                c"dev %d %s: %zu bytes in %.3f ms".as_ptr(),
+                7,
+                name.as_ptr(),
+                bytes,
+                ms,
+            )
+        };
         // SAFETY: a malformed format with fewer arguments than conversions: read, not obeyed.
         unsafe { f(2, 0, core::ptr::null(), 0, c"%q %s %n %".as_ptr(), 8usize) };
         let lines = logger.take();
         assert_eq!(lines[0].text, "dev 7 lo: 8589934592 bytes in 12.625 ms");
-        assert_eq!((lines[0].level, lines[0].flags, lines[0].file.as_str(), lines[0].line), (LogLevel::INFO, 0x10, "net.cc", 225));
+        assert_eq!(
+            (lines[0].level, lines[0].flags, lines[0].file.as_str(), lines[0].line),
+            (LogLevel::INFO, 0x10, "net.cc", 225)
+        );
         assert!(lines[1].faults.len() >= 3, "{:?}", lines[1]);
         assert!(logger.lines().is_empty());
     }

@@ -253,12 +253,24 @@ pub(crate) fn format_bytes(fmt: &[u8], args: &mut dyn Args) -> Formatted {
         let body: Vec<u8> = match conv {
             b'd' | b'i' => {
                 let v = if long { args.long() } else { i64::from(args.int()) };
-                let v = if half { i64::from(v as i8) } else if short { i64::from(v as i16) } else { v };
+                let v = if half {
+                    i64::from(v as i8)
+                } else if short {
+                    i64::from(v as i16)
+                } else {
+                    v
+                };
                 signed(v, &spec)
             }
             b'u' | b'o' | b'x' | b'X' => {
                 let v = if long { args.long() as u64 } else { u64::from(args.int() as u32) };
-                let v = if half { u64::from(v as u8) } else if short { u64::from(v as u16) } else { v };
+                let v = if half {
+                    u64::from(v as u8)
+                } else if short {
+                    u64::from(v as u16)
+                } else {
+                    v
+                };
                 unsigned(v, conv, &spec)
             }
             b'c' => vec![args.int() as u8],
@@ -386,11 +398,7 @@ fn general(v: f64, p: usize, alt: bool) -> String {
         let s = format!("{v:.*e}", p - 1);
         s.split_once('e').and_then(|(_, x)| x.parse::<i64>().ok()).unwrap_or(0)
     };
-    let s = if (p as i64) > e && e >= -4 {
-        format!("{v:.*}", (p as i64 - 1 - e) as usize)
-    } else {
-        exponent(v, p - 1)
-    };
+    let s = if (p as i64) > e && e >= -4 { format!("{v:.*}", (p as i64 - 1 - e) as usize) } else { exponent(v, p - 1) };
     if alt {
         return s;
     }
@@ -472,14 +480,48 @@ mod tests {
     fn what_printf_prints() {
         let s = c"eth0";
         let cases: Vec<(&str, Vec<Arg>, &str)> = vec![
-            ("NET/Socket : Using [%d]%s:%s<%d>", vec![Arg::I(0), Arg::P(s.as_ptr() as usize), Arg::P(s.as_ptr() as usize), Arg::I(0)], "NET/Socket : Using [0]eth0:eth0<0>"),
-            ("%5d|%-5d|%05d|%+d|% d", vec![Arg::I(42), Arg::I(42), Arg::I(-42), Arg::I(7), Arg::I(7)], "   42|42   |-0042|+7| 7"),
-            ("%zu %ld %lld %lu", vec![Arg::I(1 << 40), Arg::I(-3), Arg::I(i64::MIN), Arg::I(-1)], "1099511627776 -3 -9223372036854775808 18446744073709551615"),
-            ("%x %X %#x %o %#o %08x", vec![Arg::I(255), Arg::I(255), Arg::I(255), Arg::I(8), Arg::I(8), Arg::I(0xbeef)], "ff FF 0xff 10 010 0000beef"),
+            (
+                "NET/Socket : Using [%d]%s:%s<%d>",
+                vec![Arg::I(0), Arg::P(s.as_ptr() as usize), Arg::P(s.as_ptr() as usize), Arg::I(0)],
+                "NET/Socket : Using [0]eth0:eth0<0>",
+            ),
+            (
+                "%5d|%-5d|%05d|%+d|% d",
+                vec![Arg::I(42), Arg::I(42), Arg::I(-42), Arg::I(7), Arg::I(7)],
+                "   42|42   |-0042|+7| 7",
+            ),
+            (
+                "%zu %ld %lld %lu",
+                vec![Arg::I(1 << 40), Arg::I(-3), Arg::I(i64::MIN), Arg::I(-1)],
+                "1099511627776 -3 -9223372036854775808 18446744073709551615",
+            ),
+            (
+                "%x %X %#x %o %#o %08x",
+                vec![Arg::I(255), Arg::I(255), Arg::I(255), Arg::I(8), Arg::I(8), Arg::I(0xbeef)],
+                "ff FF 0xff 10 010 0000beef",
+            ),
             ("%u %hhd %hd", vec![Arg::I(-1), Arg::I(300), Arg::I(70000)], "4294967295 44 4464"),
-            ("%.3f %f %.0f %e %.2E", vec![Arg::D(12.625), Arg::D(0.1), Arg::D(2.5), Arg::D(1500.0), Arg::D(-0.000123)], "12.625 0.100000 2 1.500000e+03 -1.23E-04"),
-            ("%g %g %g %g %.3g", vec![Arg::D(100000.0), Arg::D(1000000.0), Arg::D(0.0001), Arg::D(0.5), Arg::D(1.23456)], "100000 1e+06 0.0001 0.5 1.23"),
-            ("%c%c %% %.2s %10s|%-4s|", vec![Arg::I(b'o' as i64), Arg::I(b'k' as i64), Arg::P(s.as_ptr() as usize), Arg::P(s.as_ptr() as usize), Arg::P(s.as_ptr() as usize)], "ok % et       eth0|eth0|"),
+            (
+                "%.3f %f %.0f %e %.2E",
+                vec![Arg::D(12.625), Arg::D(0.1), Arg::D(2.5), Arg::D(1500.0), Arg::D(-0.000123)],
+                "12.625 0.100000 2 1.500000e+03 -1.23E-04",
+            ),
+            (
+                "%g %g %g %g %.3g",
+                vec![Arg::D(100000.0), Arg::D(1000000.0), Arg::D(0.0001), Arg::D(0.5), Arg::D(1.23456)],
+                "100000 1e+06 0.0001 0.5 1.23",
+            ),
+            (
+                "%c%c %% %.2s %10s|%-4s|",
+                vec![
+                    Arg::I(b'o' as i64),
+                    Arg::I(b'k' as i64),
+                    Arg::P(s.as_ptr() as usize),
+                    Arg::P(s.as_ptr() as usize),
+                    Arg::P(s.as_ptr() as usize),
+                ],
+                "ok % et       eth0|eth0|",
+            ),
             ("%s %p %p", vec![Arg::P(0), Arg::P(0), Arg::P(0x1000)], "(null) (nil) 0x1000"),
             ("%*d|%-*d|%.*d", vec![Arg::I(4), Arg::I(1), Arg::I(3), Arg::I(2), Arg::I(3), Arg::I(5)], "   1|2  |005"),
         ];
@@ -522,7 +564,8 @@ mod tests {
                 assert_eq!(f(fmt, vec![Arg::I(v)]).text, text(&buf), "{fmt} {v}");
             }
         }
-        let doubles = [0.0f64, -0.0, 1.0, -1.5, 12.625, 0.1, 1e-5, 0.0001, 123456789.0, 1e21, 2.5, 3.5, 1e300, 9.9999999];
+        let doubles =
+            [0.0f64, -0.0, 1.0, -1.5, 12.625, 0.1, 1e-5, 0.0001, 123456789.0, 1e21, 2.5, 3.5, 1e300, 9.9999999];
         let double_formats = [
             "%f", "%.3f", "%.0f", "%#.0f", "%10.2f|", "%-10.3f|", "%+f", "% f", "%010.3f", "%e", "%.2E", "%.0e",
             "%-12.3e|", "%g", "%.3g", "%#g", "%G", "%.10g", "%+g", "%.0g",

@@ -3,8 +3,8 @@
 
 use core::ffi::c_int;
 
-use crate::engine::typed::CArg;
 use crate::ctype::types::Type;
+use crate::engine::typed::CArg;
 
 /// `ncclPid_t` (v2.30.7-1 src/include/os/linux.h:34: `pid_t`, an `int` on Linux), the
 /// `pid` of a proxy operation's descriptor.
@@ -17,8 +17,21 @@ pub const PROFILE_GROUP: c_int = 1 << 0;
 /// unknown bits as a number.
 pub fn event_names(mask: c_int) -> String {
     const NAMES: [&str; 15] = [
-        "Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl", "KernelCh", "NetPlugin", "GroupApi", "CollApi",
-        "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch",
+        "Group",
+        "Coll",
+        "P2p",
+        "ProxyOp",
+        "ProxyStep",
+        "ProxyCtrl",
+        "KernelCh",
+        "NetPlugin",
+        "GroupApi",
+        "CollApi",
+        "P2pApi",
+        "KernelLaunch",
+        "CeColl",
+        "CeSync",
+        "CeBatch",
     ];
     let mut names: Vec<String> =
         NAMES.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, n)| n.to_string()).collect();

@@ -9,8 +9,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use nccl_trampoline::launch::{vars, World};
 use nccl_trampoline::launch::rendezvous::RendezvousKey;
+use nccl_trampoline::launch::{vars, World};
 
 use super::options::Args;
 use super::output::{aggregate, DeviceLine, Output};

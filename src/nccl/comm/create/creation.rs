@@ -9,20 +9,19 @@ use std::time::Duration;
 
 use crate::nccl::comm::bounded::{CallThread, Exit};
 use crate::nccl::comm::create::{Origin, Slots};
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::{Function, Sym};
-use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::shared::Shared;
 use crate::nccl::comm::shared::{Allow, RankInfo};
-use crate::nccl::types::state::{Cause, CommState};
-use crate::time::Deadline;
+use crate::nccl::library::functions::{Function, Sym};
+use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
+use crate::nccl::types::state::{Cause, CommState};
 use crate::nccl::types::version::Version;
+use crate::time::Deadline;
 use crate::trace::trace_event;
 
 /// What the creating call returned, from its thread.
 pub(super) type CallResult = Result<NcclResult, Error>;
-
 
 /// What a creation shares with its thread: the slots, the communicators being made, the
 /// parents NCCL makes them from, and how far NCCL got.
@@ -129,17 +128,30 @@ impl Creation {
         let over_and_stored = job_over && (!self.parents.is_empty() || self.nccl.version() >= Version::new(2, 18, 0));
         if background && !job_joined && !over_and_stored {
             // NCCL may still store a handle: the slots stay allocated for good.
-            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function,
-                operation = Nccl::name(self.op), what = "slots", slots = self.slots.0.len(),
-                "a creation given up: NCCL may still store a handle, its slots stay allocated for good");
+            trace_event!(
+                nccl,
+                WARN,
+                "creation.leaked",
+                function = self.origin.function,
+                operation = Nccl::name(self.op),
+                what = "slots",
+                slots = self.slots.0.len(),
+                "a creation given up: NCCL may still store a handle, its slots stay allocated for good"
+            );
             core::mem::forget(Arc::clone(&self.slots));
         }
         let storage_free = !background || job_joined || self.nccl.version() >= Version::new(2, 27, 0);
         let exit = if storage_free { Exit::AfterWork } else { Exit::Never };
         if exit == Exit::Never {
-            trace_event!(nccl, WARN, "creation.leaked", function = self.origin.function,
-                operation = Nccl::name(self.op), what = "thread",
-                "a creation given up: NCCL's job lives in its thread's storage, the thread stays for good");
+            trace_event!(
+                nccl,
+                WARN,
+                "creation.leaked",
+                function = self.origin.function,
+                operation = Nccl::name(self.op),
+                what = "thread",
+                "a creation given up: NCCL's job lives in its thread's storage, the thread stays for good"
+            );
         }
         trace_event!(nccl, INFO, "creation.stopped", function = self.origin.function, operation = Nccl::name(self.op),
             cause = %cause, aborted = self.involved().filter(|c| c.is_released()).count(),

@@ -15,12 +15,12 @@ use std::sync::Arc;
 use crate::nccl::comm::communicator::Communicator;
 use crate::nccl::comm::create::pending::Pending;
 use crate::nccl::comm::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Origin, Slots};
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::grouped::refuse_in_group;
-use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::shared::Shared;
 use crate::nccl::comm::shared::Allow;
+use crate::nccl::comm::shared::Shared;
+use crate::nccl::library::functions::Sym;
+use crate::nccl::library::load::Nccl;
+use crate::nccl::types::error::Error;
 use crate::nccl::types::unique_id::UniqueId;
 
 impl Communicator {

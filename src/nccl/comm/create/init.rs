@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use crate::engine::typed::ValueAt;
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::config::Config;
 use crate::nccl::comm::create::pending::Pending;
 use crate::nccl::comm::create::{check_rank, new_child, predicted_nonblocking, CallArgs, CommOptions, Origin, Slots};
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::grouped::refuse_in_group;
-use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::shared::Shared;
+use crate::nccl::library::functions::Sym;
+use crate::nccl::library::load::Nccl;
+use crate::nccl::types::config::Config;
+use crate::nccl::types::error::Error;
 use crate::nccl::types::state::Timeouts;
 use crate::nccl::types::unique_id::UniqueId;
 

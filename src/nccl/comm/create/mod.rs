@@ -18,9 +18,9 @@
 //! config, or `NCCL_COMM_BLOCKING` in the environment — both paths are safe; the mode is never
 //! assumed.
 
+mod creation;
 mod grow;
 mod init;
-mod creation;
 mod pending;
 mod split;
 
@@ -30,11 +30,11 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::nccl::types::config::{Config, ConfigBuffer};
-use crate::nccl::library::functions::Sym;
-use crate::nccl::types::error::Error;
-use crate::nccl::library::load::Nccl;
 use crate::nccl::comm::shared::Shared;
+use crate::nccl::library::functions::Sym;
+use crate::nccl::library::load::Nccl;
+use crate::nccl::types::config::{Config, ConfigBuffer};
+use crate::nccl::types::error::Error;
 use crate::nccl::types::state::Timeouts;
 use crate::nccl::types::version::Version;
 

@@ -19,17 +19,17 @@ use core::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::time::Backoff;
 use crate::nccl::comm::bounded::{spawn_bounded, BoundedCall, Exit};
 use crate::nccl::comm::communicator::{AbortHandle, Communicator};
 use crate::nccl::comm::create::{Origin, Slots};
-use crate::nccl::types::error::Error;
-use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::shared::{retire, Home, Shared};
 use crate::nccl::comm::shared::QUERY_GRACE;
-use crate::nccl::types::state::{Cause, CommState, Timeouts};
-use crate::time::Deadline;
+use crate::nccl::comm::shared::{retire, Home, Shared};
+use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
+use crate::nccl::types::state::{Cause, CommState, Timeouts};
+use crate::time::Backoff;
+use crate::time::Deadline;
 use crate::trace::trace_event;
 
 use super::creation::{CallResult, Creation, Progress};
@@ -284,17 +284,34 @@ impl<'p> Pending<'p> {
         for ((i, child), info) in creation.children.iter().enumerate().zip(infos) {
             match info {
                 Some(info) => {
-                    trace_event!(nccl, INFO, "creation.done", function = creation.origin.function,
-                        operation = Nccl::name(creation.op), made = true, nranks = info.nranks, rank = info.rank,
-                        device = info.device, nonblocking = child.is_nonblocking(),
-                        took_ms = crate::trace::ms(self.deadline.waited()), "a communicator was made");
+                    trace_event!(
+                        nccl,
+                        INFO,
+                        "creation.done",
+                        function = creation.origin.function,
+                        operation = Nccl::name(creation.op),
+                        made = true,
+                        nranks = info.nranks,
+                        rank = info.rank,
+                        device = info.device,
+                        nonblocking = child.is_nonblocking(),
+                        took_ms = crate::trace::ms(self.deadline.waited()),
+                        "a communicator was made"
+                    );
                     child.complete(creation.slots.get(i), info)
                 }
                 // NCCL_SPLIT_NOCOLOR: no child on this rank.
                 None => {
-                    trace_event!(nccl, INFO, "creation.done", function = creation.origin.function,
-                        operation = Nccl::name(creation.op), made = false,
-                        took_ms = crate::trace::ms(self.deadline.waited()), "a split left this rank out (no color)");
+                    trace_event!(
+                        nccl,
+                        INFO,
+                        "creation.done",
+                        function = creation.origin.function,
+                        operation = Nccl::name(creation.op),
+                        made = false,
+                        took_ms = crate::trace::ms(self.deadline.waited()),
+                        "a split left this rank out (no color)"
+                    );
                     child.mark(CommState::Destroyed)
                 }
             }
@@ -408,18 +425,31 @@ impl Drop for Pending<'_> {
                 };
                 if returned.is_none() {
                     // Abandoned: its thread stops the creation when the call returns.
-                    trace_event!(nccl, INFO, "creation.dropped", function = creation.origin.function,
-                        operation = Nccl::name(creation.op), stage = "calling", left_to_thread = true,
-                        "an unfinished creation was dropped: its call is left to its thread");
+                    trace_event!(
+                        nccl,
+                        INFO,
+                        "creation.dropped",
+                        function = creation.origin.function,
+                        operation = Nccl::name(creation.op),
+                        stage = "calling",
+                        left_to_thread = true,
+                        "an unfinished creation was dropped: its call is left to its thread"
+                    );
                     return;
                 }
             }
             Stage::Polling => {}
         }
-        trace_event!(nccl, INFO, "creation.dropped", function = self.creation.origin.function,
+        trace_event!(
+            nccl,
+            INFO,
+            "creation.dropped",
+            function = self.creation.origin.function,
             operation = Nccl::name(self.creation.op),
-            stage = if matches!(self.stage, Stage::Polling) { "polling" } else { "calling" }, left_to_thread = false,
-            "an unfinished creation was dropped: what NCCL made is aborted");
+            stage = if matches!(self.stage, Stage::Polling) { "polling" } else { "calling" },
+            left_to_thread = false,
+            "an unfinished creation was dropped: what NCCL made is aborted"
+        );
         self.stop(Cause::Requested, false);
     }
 }

@@ -5,17 +5,17 @@ use core::ptr;
 use std::sync::Arc;
 
 use crate::nccl::comm::communicator::Communicator;
-use crate::nccl::types::config::Config;
 use crate::nccl::comm::create::pending::Pending;
 use crate::nccl::comm::create::{predicted_nonblocking, CallArgs, CommOptions, Origin, Slots};
-use crate::nccl::types::error::Error;
-use crate::nccl::library::functions::Sym;
 use crate::nccl::comm::grouped::refuse_in_group;
-use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::shared::Shared;
 use crate::nccl::comm::shared::Allow;
-use crate::nccl::types::state::{CommState, Timeouts};
+use crate::nccl::comm::shared::Shared;
+use crate::nccl::library::functions::Sym;
+use crate::nccl::library::load::Nccl;
+use crate::nccl::types::config::Config;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
+use crate::nccl::types::state::{CommState, Timeouts};
 
 /// `ncclCommShrink`'s flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

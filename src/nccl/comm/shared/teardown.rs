@@ -7,15 +7,15 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use crate::nccl::comm::bounded::{spawn_bounded, BoundedCall, CallThread, Exit};
-use crate::nccl::types::error::Error;
+use crate::nccl::comm::shared::QUERY_GRACE;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::functions::{Function, Functions};
 use crate::nccl::library::load::Nccl;
-use crate::nccl::comm::shared::QUERY_GRACE;
-use crate::nccl::types::state::{Cause, CommState};
-use crate::time::Deadline;
 use crate::nccl::types::enums::NcclResult;
+use crate::nccl::types::error::Error;
+use crate::nccl::types::state::{Cause, CommState};
 use crate::nccl::types::version::Version;
+use crate::time::Deadline;
 use crate::trace::trace_event;
 
 use super::{CallGuard, Home, Shared};
@@ -188,9 +188,15 @@ impl Shared {
         match call.wait(deadline, &|| self.has_pending_abort.load(Ordering::Acquire), abandon) {
             Some(r) => Ok((r?, call)),
             None if deadline.passed() => {
-                trace_event!(nccl, WARN, "comm.call_abandoned", operation, rank = self.info.get().map(|i| i.rank),
+                trace_event!(
+                    nccl,
+                    WARN,
+                    "comm.call_abandoned",
+                    operation,
+                    rank = self.info.get().map(|i| i.rank),
                     waited_ms = crate::trace::ms(deadline.waited()),
-                    "a blocking finalize or destroy was still inside NCCL at its deadline: the communicator is lost");
+                    "a blocking finalize or destroy was still inside NCCL at its deadline: the communicator is lost"
+                );
                 Err(Error::Timeout { operation, waited: deadline.waited() })
             }
             None => Err(Error::Unusable { operation, state: self.state() }),
