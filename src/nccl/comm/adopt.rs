@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::nccl::comm::communicator::Communicator;
 use crate::nccl::comm::create::predicted_nonblocking;
 use crate::nccl::comm::shared::{Allow, RankInfo, Shared};
-use crate::nccl::library::functions::{Function, Sym};
+use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
 use crate::nccl::types::error::Error;
@@ -123,7 +123,7 @@ impl Communicator {
         // NCCL answers the rank queries only for a ready communicator (ncclCommEnsureReady:
         // NCCL v2.30.7-1 src/init.cc:422-438, 3485-3522).
         // SAFETY: as above.
-        let info = if state.is_success() { Some(unsafe { rank_info(nccl, comm) }?) } else { None };
+        let info = if state.is_success() { Some(unsafe { RankInfo::read(nccl, comm) }?) } else { None };
         let nonblocking = predicted_nonblocking(nccl.version(), None) || state == NcclResult::IN_PROGRESS;
         let shared = Shared::new(nccl.clone(), nonblocking, context(nccl, info), Timeouts::default());
         let shared = Arc::new(match ownership {
@@ -189,7 +189,7 @@ impl Communicator {
                 NcclResult::IN_PROGRESS => self.shared.saw_in_progress(),
                 s if s.is_success() => {
                     // SAFETY: as above; NCCL reports the communicator ready.
-                    let info = unsafe { rank_info(nccl, comm) };
+                    let info = unsafe { RankInfo::read(nccl, comm) };
                     drop(guard);
                     return match info {
                         Ok(info) => {
@@ -212,27 +212,6 @@ impl Communicator {
             backoff.pause(deadline.left());
         }
     }
-}
-
-/// Count, rank and device of a ready communicator, each a typed error if NCCL refuses.
-///
-/// # Safety
-///
-/// `comm` is a live communicator of `nccl`.
-unsafe fn rank_info(nccl: &Nccl, comm: *mut c_void) -> Result<RankInfo, Error> {
-    let query = |function: &Function<(*mut c_void, *mut i32), NcclResult>| -> Result<i32, Error> {
-        let mut v = 0i32;
-        let out: *mut i32 = &mut v;
-        // SAFETY: the caller's contract; a valid `int *`.
-        unsafe { nccl.check(function, (comm, out), comm) }?;
-        Ok(v)
-    };
-    let functions = nccl.functions();
-    Ok(RankInfo {
-        nranks: query(&functions.comm_count)?,
-        rank: query(&functions.comm_user_rank)?,
-        device: query(&functions.comm_cu_device)?,
-    })
 }
 
 /// The CUDA context of an adopted communicator: the current one, as creation takes it, unless

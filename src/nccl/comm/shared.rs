@@ -51,6 +51,30 @@ pub(crate) struct RankInfo {
     pub(crate) device: i32,
 }
 
+impl RankInfo {
+    /// Count, rank and device of a ready communicator (`ncclCommCount`, `ncclCommUserRank`,
+    /// `ncclCommCuDevice`), each a typed error if NCCL refuses.
+    ///
+    /// # Safety
+    ///
+    /// `comm` is a live communicator of `nccl`.
+    pub(crate) unsafe fn read(nccl: &Nccl, comm: *mut c_void) -> Result<RankInfo, Error> {
+        let query = |function: &Function<(*mut c_void, *mut i32), NcclResult>| -> Result<i32, Error> {
+            let mut v = 0i32;
+            let out: *mut i32 = &mut v;
+            // SAFETY: the caller's contract; a valid `int *`.
+            unsafe { nccl.check(function, (comm, out), comm) }?;
+            Ok(v)
+        };
+        let functions = nccl.functions();
+        Ok(RankInfo {
+            nranks: query(&functions.comm_count)?,
+            rank: query(&functions.comm_user_rank)?,
+            device: query(&functions.comm_cu_device)?,
+        })
+    }
+}
+
 /// The thread that NCCL's background job for a communicator belongs to, and how to abort the
 /// communicator there. Before 2.27 NCCL keeps a non-blocking job in the thread-local storage of
 /// the thread that started it, and before 2.19 only an abort from that thread joins it (see

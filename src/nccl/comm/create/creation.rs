@@ -11,7 +11,7 @@ use crate::nccl::comm::bounded::{CallThread, Exit};
 use crate::nccl::comm::create::{Origin, Slots};
 use crate::nccl::comm::shared::Shared;
 use crate::nccl::comm::shared::{Allow, RankInfo};
-use crate::nccl::library::functions::{Function, Sym};
+use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
 use crate::nccl::types::error::Error;
@@ -241,7 +241,8 @@ impl Creation {
         (0..self.children.len())
             .map(|i| match self.slots.get(i) {
                 h if h.is_null() => Ok(None),
-                h => child_ready(&self.nccl, h).and_then(|()| rank_info(&self.nccl, h)).map(Some),
+                // SAFETY: a handle NCCL stored for this creation, not released: its thread owns it.
+                h => child_ready(&self.nccl, h).and_then(|()| unsafe { RankInfo::read(&self.nccl, h) }).map(Some),
             })
             .collect()
     }
@@ -258,21 +259,4 @@ pub(super) fn child_ready(nccl: &Nccl, handle: *mut c_void) -> Result<(), Error>
         s if s.is_success() => Ok(()),
         s => Err(nccl.failure(Sym::CommGetAsyncError, s, handle)),
     }
-}
-
-/// Count, rank and device of a new communicator, read once.
-pub(super) fn rank_info(nccl: &Nccl, handle: *mut c_void) -> Result<RankInfo, Error> {
-    let query = |function: &Function<(*mut c_void, *mut i32), NcclResult>| -> Result<i32, Error> {
-        let mut v = 0i32;
-        let out: *mut i32 = &mut v;
-        // SAFETY: a live handle, a valid `int *`.
-        unsafe { nccl.check(function, (handle, out), handle) }?;
-        Ok(v)
-    };
-    let functions = nccl.functions();
-    Ok(RankInfo {
-        nranks: query(&functions.comm_count)?,
-        rank: query(&functions.comm_user_rank)?,
-        device: query(&functions.comm_cu_device)?,
-    })
 }
