@@ -8,7 +8,7 @@
 //!   every table index, and the member lists the assembly's `.irp` loops walk, so the table the
 //!   assembly emits is in exactly the order the Rust side indexes;
 //! - `layout.rs`: the same numbers as `pub const`, the name of every table slot, and the
-//!   `extern` declaration of the table under its versioned link name (`src/engine/mod.rs` includes
+//!   `extern` declaration of the table under its versioned link name (`src/engine/code.rs` includes
 //!   it and asserts the numbers against its own types).
 
 use std::env;
@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Layout of a call program (`src/engine/program.rs` builds it, `asm/<arch>.S` walks it). Byte offsets.
+/// Layout of a call program (`src/engine/program/` builds it, `asm/<arch>.S` walks it). Byte offsets.
 const PROGRAM_LAYOUT: &[(&str, i64, &str)] = &[
     ("HDR_FRAME", 0, "header: bytes of outgoing stack arguments plus private copies (multiple of 16)"),
     ("HDR_ARGC", 8, "header: argument count (the checked walk null-checks argv[0..argc])"),

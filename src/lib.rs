@@ -138,9 +138,10 @@ mod time;
 mod trace;
 
 /// Not public API: the assembly's private contract with the rest of the call core, reachable
-/// here only for this crate's own tests, benchmarks and tools (tests/conformance.rs,
-/// tests/hardening.rs, benches/). Nothing in it is covered by semver: any item may change or go
-/// in any release, patch releases included.
+/// here for this crate's own tests, benchmarks and tools (tests/conformance.rs,
+/// tests/hardening.rs, benches/), and what the expansion of [`c_struct!`] calls in the user's
+/// crate. Nothing in it is covered by semver: any item may change or go in any release, patch
+/// releases included; name it only through `c_struct!`.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::engine::c_struct::{c_struct_type, AnyBitPattern, CField, CStructField};

@@ -167,13 +167,14 @@ fn table(name: &str) -> (&'static str, Level) {
         "rendezvous.listening" | "rendezvous.served" | "rendezvous.fetching" | "rendezvous.fetched" => {
             (LAUNCH, Level::INFO)
         }
-        "rendezvous.rank_served" | "rendezvous.retry" | "rendezvous.connect_failed" | "rendezvous.file_removed" => {
-            (LAUNCH, Level::DEBUG)
-        }
+        "rendezvous.rank_served"
+        | "rendezvous.retry"
+        | "rendezvous.connect_failed"
+        | "rendezvous.file_removed"
+        | "rendezvous.denied"
+        | "rendezvous.wrong_rank" => (LAUNCH, Level::DEBUG),
         "rendezvous.accepted" | "rendezvous.connect_refused" => (LAUNCH, Level::TRACE),
-        "rendezvous.denied" | "rendezvous.wrong_rank" | "rendezvous.fetch_failed" | "rendezvous.fetch_timed_out" => {
-            (LAUNCH, Level::WARN)
-        }
+        "rendezvous.fetch_failed" | "rendezvous.fetch_timed_out" => (LAUNCH, Level::WARN),
         "rendezvous.missing_ranks" => (LAUNCH, Level::ERROR),
         "rendezvous.file_published" | "rendezvous.file_read" => (LAUNCH, Level::INFO),
         "rendezvous.file_refused" | "rendezvous.file_timed_out" => (LAUNCH, Level::WARN),
@@ -377,7 +378,11 @@ fn creations_that_fail_or_are_given_up_say_so_and_what_became_of_the_handle() {
     log.fail_next(2, "a socket closed");
     let err = Communicator::init_rank_with(&nccl, 2, &id(), 0, &CommOptions::new()).unwrap_err();
     let e = expect(&since(from), "creation.failed", &[("function", "init"), ("outcome", "error")]);
-    assert_eq!(e.get("error"), Some(err.to_string().as_str()));
+    // The error without NCCL's own last-error text (it may name the bootstrap root's address).
+    assert!(err.to_string().contains("a socket closed"), "{err}");
+    let shown = e.get("error").unwrap_or_default();
+    assert!(shown.starts_with("ncclCommInitRank") && shown.contains("failed"), "{shown}");
+    assert!(!shown.contains("a socket closed"), "{shown}");
     fields(&e, &["waited_ms", "left_to_thread", "nranks", "rank"]);
 
     // A blocking init past its deadline: abandoned, then aborted by its thread when it returns.

@@ -137,13 +137,16 @@ macro_rules! c_struct {
             }
         }
     };
-    (@impl CRet $name:ident { $($field:ident: $ty:ty),+ }) => {
+    (@any_bits $($ty:ty),+) => {
         // Every field's type must be AnyBitPattern (a compile-time error naming the field's type
         // otherwise).
         const _: fn() = || {
             fn any_bits<T: ?Sized + $crate::__private::AnyBitPattern>() {}
             $( any_bits::<$ty>(); )+
         };
+    };
+    (@impl CRet $name:ident { $($field:ident: $ty:ty),+ }) => {
+        $crate::c_struct!(@any_bits $($ty),+);
         // SAFETY: the C type is `CArg::c_type`'s, checked against this layout; every field is
         // `AnyBitPattern` (above), so any bytes a C function returns are a valid value.
         unsafe impl $crate::CRet for $name {
@@ -153,12 +156,7 @@ macro_rules! c_struct {
         }
     };
     (@impl CallbackValue $name:ident { $($field:ident: $ty:ty),+ }) => {
-        // Every field's type must be AnyBitPattern (a compile-time error naming the field's type
-        // otherwise).
-        const _: fn() = || {
-            fn any_bits<T: ?Sized + $crate::__private::AnyBitPattern>() {}
-            $( any_bits::<$ty>(); )+
-        };
+        $crate::c_struct!(@any_bits $($ty),+);
         // SAFETY: `CArg::c_type` describes this struct exactly (checked against its layout), and
         // every field is `AnyBitPattern` (above): any bytes a C caller passes are a valid value.
         // `Copy + 'static` are the trait's own bounds.

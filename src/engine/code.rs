@@ -22,7 +22,7 @@ pub mod layout {
 }
 use layout::*;
 
-// The program builder (src/engine/program.rs) writes words: header fields and op fields are whole,
+// The program builder (src/engine/program/) writes words: header fields and op fields are whole,
 // aligned u64 words, an op is three of them.
 const_assert_eq!(HDR_FRAME, 0);
 const_assert_eq!(HDR_ARGC, 8);

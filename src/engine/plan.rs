@@ -20,7 +20,7 @@ use crate::engine::{self, CheckedEntry, TypedEntry, VectorCopy};
 /// A signature prepared for calling through the assembly core.
 ///
 /// Make it once with [`CallPlan::new`]; every layout or limit problem is reported then, and
-/// the placement is compiled into the programs the assembly runs (see `src/engine/program.rs`). Then:
+/// the placement is compiled into the programs the assembly runs (see `src/engine/program/`). Then:
 ///
 /// - [`call`](CallPlan::call) takes argument pointers and a result buffer, checks them (count,
 ///   null pointers) and runs the checked program: allocation-free, nothing interpreted in Rust;

@@ -17,7 +17,7 @@
  * checked body by BLR (its "bti c"). The framed entries sign and authenticate their return
  * address (PAC).
  *
- * The programs are built here by hand, as src/engine/program.rs builds them, from layout.h (generated
+ * The programs are built here by hand, as src/engine/program/ builds them, from layout.h (generated
  * by build.rs: table indices, header and op offsets), with the AAPCS64 placement done by hand:
  *     bti_callee(a, b, c, &s, e, f, g, h,   x0..x7 (s: the B.4 copy of a 32-byte struct,
  *                i)                         passed here as the pointer it becomes)

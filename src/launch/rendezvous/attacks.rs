@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::nccl::UniqueId;
 
+use super::fetch::*;
 use super::file::*;
 use super::tcp::*;
 use super::*;

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::nccl::{UniqueId, UNIQUE_ID_BYTES};
 
-use super::tcp::{attempt, bump, Attempt, Conn, RankWire, ServeReport, Step};
+use super::fetch::{attempt, Attempt, RankWire};
+use super::tcp::{bump, Conn, ServeReport, Step};
 use super::*;
 
 /// The key every script is played with.

@@ -47,6 +47,7 @@ use crate::nccl::UNIQUE_ID_BYTES;
 use crate::time::Deadline;
 
 mod error;
+mod fetch;
 #[cfg(unix)]
 mod file;
 #[cfg(any(test, fuzzing))]
@@ -54,9 +55,10 @@ pub(crate) mod harness;
 mod tcp;
 
 pub use error::Error;
+pub use fetch::fetch_tcp;
 #[cfg(unix)]
 pub use file::{publish_file, remove_file, wait_file};
-pub use tcp::{fetch_tcp, ServeReport, TcpRoot};
+pub use tcp::{ServeReport, TcpRoot};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -166,6 +168,7 @@ mod tests {
 
     use crate::nccl::UniqueId;
 
+    use super::fetch::*;
     use super::tcp::*;
     use super::*;
 

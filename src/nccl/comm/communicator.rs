@@ -52,9 +52,7 @@ impl AbortHandle {
     /// returns. Aborting an aborted or destroyed communicator does nothing; a borrowed one is
     /// refused ([`Error::NotOwned`]).
     pub fn abort(&self) -> Result<(), Error> {
-        trace_event!(nccl, WARN, "abort.requested", by = "abort handle", rank = self.shared.info.get().map(|i| i.rank),
-            cause = %Cause::Requested, state = %self.shared.state(), "an abort was requested through an abort handle");
-        self.shared.request_abort(Cause::Requested)
+        self.shared.request_abort(Cause::Requested, "abort handle")
     }
 
     /// The communicator's state.
@@ -194,7 +192,8 @@ impl Communicator {
 
     /// `ncclCommDestroy`, reporting its result, within the teardown timeout (it can wait for
     /// peers); a destroy still running at the deadline is abandoned ([`CommState::Lost`]).
-    /// Refused on a borrowed communicator ([`Error::NotOwned`]).
+    /// Refused on a borrowed communicator ([`Error::NotOwned`]), which is consumed all the same:
+    /// it goes back to its owner as its drop would give it.
     pub fn destroy(self) -> Result<(), Error> {
         self.shared.refuse_borrowed("ncclCommDestroy")?;
         self.shared.enter("ncclCommDestroy", Allow::Ready).map(drop)?;
@@ -206,11 +205,10 @@ impl Communicator {
 
     /// `ncclCommAbort` (2.4): tears the communicator down without waiting for peers. Run it on
     /// every rank of a node whose communicator failed.
-    /// Refused on a borrowed communicator ([`Error::NotOwned`]).
+    /// Refused on a borrowed communicator ([`Error::NotOwned`]), which is consumed all the same:
+    /// it goes back to its owner as its drop would give it.
     pub fn abort(self) -> Result<(), Error> {
-        trace_event!(nccl, WARN, "abort.requested", by = "caller", rank = self.shared.info.get().map(|i| i.rank),
-            cause = %Cause::Requested, state = %self.shared.state(), "Communicator::abort");
-        self.shared.request_abort(Cause::Requested)
+        self.shared.request_abort(Cause::Requested, "caller")
     }
 
     /// `ncclCommRevoke` (2.28.7): stops in-flight operations and leaves the communicator for
@@ -229,7 +227,7 @@ impl Communicator {
             guard.set(CommState::Revoked);
         }
         drop(guard);
-        trace_event!(nccl, INFO, "comm.revoked", rank = self.shared.info.get().map(|i| i.rank), result = ?r,
+        trace_event!(nccl, INFO, "comm.revoked", rank = self.shared.rank_for_events(), result = ?r,
             nonblocking = self.shared.is_nonblocking(), "ncclCommRevoke returned");
         if let Some(w) = self.shared.watchdog.get() {
             w.stop();
@@ -270,7 +268,7 @@ impl Communicator {
         }
         let watched: Weak<dyn Watched> = Arc::downgrade(&self.shared) as Weak<dyn Watched>;
         dog.spawn(watched)?;
-        trace_event!(nccl, INFO, "watchdog.started", rank = self.shared.info.get().map(|i| i.rank),
+        trace_event!(nccl, INFO, "watchdog.started", rank = self.shared.rank_for_events(),
             nranks = self.shared.info.get().map(|i| i.nranks), device = self.shared.info.get().map(|i| i.device),
             timeout_ms = crate::trace::ms(config.timeout),
             poll_ms = crate::trace::ms(config.poll), action = ?config.action, "a communicator's watchdog started");

@@ -12,14 +12,14 @@ use crate::nccl::comm::watchdog::OpInfo;
 use crate::nccl::types::error::Error;
 
 /// An operation the watchdog records once the group has launched it, and its stream.
-type Watched = Option<(OpInfo, *mut c_void)>;
+type ToWatch = Option<(OpInfo, *mut c_void)>;
 
 /// The open groups of this thread: their depth, and every communicator that enqueued work in
 /// them.
 #[derive(Default)]
 struct OpenGroups {
     depth: u32,
-    members: Vec<(Arc<Shared>, Watched)>,
+    members: Vec<(Arc<Shared>, ToWatch)>,
 }
 
 thread_local! {
@@ -53,7 +53,7 @@ pub(crate) fn in_group() -> bool {
 }
 
 /// Records that `shared` enqueued work in the open group (`op`: what the watchdog tracks).
-pub(crate) fn join(shared: &Arc<Shared>, op: Watched) {
+pub(crate) fn join(shared: &Arc<Shared>, op: ToWatch) {
     GROUPS.with(|g| g.borrow_mut().members.push((Arc::clone(shared), op)));
 }
 
@@ -65,7 +65,7 @@ pub(crate) fn opened() {
 /// A group of this thread ends: its depth drops; the communicators that joined are returned
 /// when it was the outermost one (`launched`: NCCL launched the work; a simulated end launched
 /// nothing, and its members are forgotten).
-pub(crate) fn closed(launched: bool) -> Vec<(Arc<Shared>, Watched)> {
+pub(crate) fn closed(launched: bool) -> Vec<(Arc<Shared>, ToWatch)> {
     GROUPS.with(|g| {
         let mut g = g.borrow_mut();
         g.depth = g.depth.saturating_sub(1);

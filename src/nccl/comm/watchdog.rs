@@ -17,6 +17,7 @@ use crate::nccl::types::enums::{DataType, NcclResult};
 use crate::nccl::types::error::Error;
 use crate::nccl::types::state::{Cause, Problem, WatchdogReport};
 use crate::time::Deadline;
+use crate::trace::trace_event;
 
 /// What the watchdog does when an operation does not finish in time or NCCL reports an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -358,6 +359,21 @@ impl Watchdog {
                 }
             }
             let Some(report) = found else { continue };
+            trace_event!(
+                nccl,
+                ERROR,
+                "watchdog.report",
+                operation = report.operation,
+                sequence = report.sequence,
+                count = report.count,
+                data_type = report.data_type.map(|t| t.0),
+                peer = report.peer,
+                waited_ms = crate::trace::ms(report.waited),
+                problem = ?report.problem,
+                action = ?self.config.action,
+                report = %report,
+                "the watchdog acts on a communicator"
+            );
             self.lock().report = Some(report.clone());
             let cause = Cause::Watchdog(Box::new(report));
             match self.config.action {

@@ -70,19 +70,81 @@ fn loaded_files() -> Vec<(PathBuf, (u64, u64))> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
     let mut out: Vec<(PathBuf, (u64, u64))> = Vec::new();
     for line in maps.lines() {
-        // address perms offset dev inode path
-        let mut fields = line.split_whitespace();
-        let (Some(inode), Some(path)) = (fields.nth(4), fields.next()) else { continue };
-        let path = Path::new(path);
+        let Some(mapping) = Mapping::parse(line) else { continue };
+        let path = Path::new(mapping.path);
         let name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
         if !(name.starts_with("libnccl.so") || name.starts_with("librccl.so")) {
             continue;
         }
         let Ok(meta) = std::fs::metadata(path) else { continue };
         let id = identity(&meta);
-        if inode.parse::<u64>().ok() == Some(id.1) && !out.iter().any(|(_, seen)| *seen == id) {
+        if mapping.is(id) && !out.iter().any(|(_, seen)| *seen == id) {
             out.push((path.to_path_buf(), id));
         }
     }
     out
+}
+
+/// One line of `/proc/self/maps`: `address perms offset dev inode path`, the path last and
+/// possibly holding spaces (a virtual environment's folder may), the device as `major:minor`
+/// in hexadecimal (proc(5)).
+struct Mapping<'a> {
+    major: u64,
+    minor: u64,
+    inode: u64,
+    path: &'a str,
+}
+
+impl<'a> Mapping<'a> {
+    fn parse(line: &'a str) -> Option<Self> {
+        let mut rest = line;
+        let mut field = || {
+            let t = rest.trim_start();
+            let end = t.find(char::is_whitespace).unwrap_or(t.len());
+            rest = &t[end..];
+            Some(&t[..end]).filter(|f| !f.is_empty())
+        };
+        let (_address, _perms, _offset, dev, inode) = (field()?, field()?, field()?, field()?, field()?);
+        let (major, minor) = dev.split_once(':')?;
+        Some(Mapping {
+            major: u64::from_str_radix(major, 16).ok()?,
+            minor: u64::from_str_radix(minor, 16).ok()?,
+            inode: inode.parse().ok()?,
+            path: Some(rest.trim()).filter(|p| p.starts_with('/'))?,
+        })
+    }
+
+    /// True when the mapping is of the file whose `(st_dev, st_ino)` is `id`.
+    fn is(&self, (dev, ino): (u64, u64)) -> bool {
+        self.inode == ino && self.major == u64::from(libc::major(dev)) && self.minor == u64::from(libc::minor(dev))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines_keep_paths_with_spaces_and_the_device() {
+        let line = "7f2a1c000000-7f2a1c200000 r-xp 00000000 fd:01 1311235                    \
+                    /home/a user/venv 3.12/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2";
+        let m = Mapping::parse(line).unwrap();
+        assert_eq!((m.major, m.minor, m.inode), (0xfd, 1, 1_311_235));
+        assert_eq!(m.path, "/home/a user/venv 3.12/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2");
+        // Anonymous and special mappings name no file.
+        assert!(Mapping::parse("7ffd1c000000-7ffd1c021000 rw-p 00000000 00:00 0                          [stack]")
+            .is_none());
+        assert!(Mapping::parse("7ffd1c000000-7ffd1c021000 rw-p 00000000 00:00 0").is_none());
+        // The device is compared, not only the inode.
+        let here = std::fs::metadata("/proc/self/exe").map(|m| identity(&m)).unwrap();
+        let m = Mapping {
+            major: u64::from(libc::major(here.0)),
+            minor: u64::from(libc::minor(here.0)),
+            inode: here.1,
+            path: "/x",
+        };
+        assert!(m.is(here));
+        assert!(!Mapping { minor: m.minor + 1, ..m }.is(here));
+        assert!(!Mapping { inode: m.inode + 1, ..m }.is(here));
+    }
 }

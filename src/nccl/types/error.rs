@@ -337,6 +337,19 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// This error for an operator's log (feature `tracing`): its message, without NCCL's own
+    /// last-error text, which may name the bootstrap root's address (the unique id's part that
+    /// `NCCL_COMM_ID` gives away; docs/adr/0028-operator-events.md keeps it out of events).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn for_events(&self) -> String {
+        match self {
+            Error::Nccl { function, result, name, .. } => format!("{function} failed: {name} ({})", result.0),
+            e => e.to_string(),
+        }
+    }
+}
+
 impl From<crate::Error> for Error {
     fn from(e: crate::Error) -> Self {
         Error::Core(e)

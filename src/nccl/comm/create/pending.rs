@@ -375,7 +375,7 @@ impl<'p> Pending<'p> {
                 _ => "error",
             },
             left_to_thread = self.creation.state().abandoned.is_some(),
-            waited_ms = crate::trace::ms(self.deadline.waited()), error = %err,
+            waited_ms = crate::trace::ms(self.deadline.waited()), error = %err.for_events(),
             "a communicator creation failed or was given up");
         self.stage = Stage::Done(Some(err.clone()));
         Err(err)

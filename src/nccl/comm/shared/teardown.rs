@@ -36,18 +36,14 @@ impl Shared {
             CommState::Ready => {}
             CommState::Aborted(_) | CommState::Destroyed | CommState::Lost(_) | CommState::Released => return Ok(()),
             CommState::Creating | CommState::Failed(_) | CommState::Revoked => {
-                trace_event!(nccl, WARN, "abort.requested", by = "drop", rank = self.info.get().map(|i| i.rank),
-                    cause = %Cause::Requested, state = %self.state(), "a communicator dropped unusable is aborted");
-                return self.request_abort(Cause::Requested);
+                return self.request_abort(Cause::Requested, "drop");
             }
         }
         // Work still running (known from the watchdog's events) is aborted, not waited for
         // inside NCCL: a kernel spinning on a dead peer never finishes.
         if let Some(w) = self.watchdog.get() {
             if let Err(cause) = w.drain(deadline) {
-                trace_event!(nccl, WARN, "abort.requested", by = "drop", rank = self.info.get().map(|i| i.rank),
-                    cause = %cause, "work outstanding at drop did not finish: the communicator is aborted");
-                return self.request_abort(cause);
+                return self.request_abort(cause, "drop");
             }
             w.stop();
         }
@@ -58,18 +54,16 @@ impl Shared {
             return match e {
                 Error::Unusable { .. } => Ok(()),
                 _ if self.lost.load(Ordering::Acquire) => {
-                    trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.info.get().map(|i| i.rank),
-                        error = %e, then = "lost",
+                    trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.rank_for_events(),
+                        error = %e.for_events(), then = "lost",
                         "finalize at drop did not finish: the communicator is left to its thread");
                     Err(e)
                 }
                 _ => {
                     let cause = Cause::Timeout { operation: "ncclCommFinalize", waited: deadline.waited() };
-                    trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.info.get().map(|i| i.rank),
-                        error = %e, then = "abort", "finalize at drop did not finish: the communicator is aborted");
-                    trace_event!(nccl, WARN, "abort.requested", by = "drop", rank = self.info.get().map(|i| i.rank),
-                        cause = %cause, "finalize at drop did not finish: the communicator is aborted");
-                    self.request_abort(cause)
+                    trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.rank_for_events(),
+                        error = %e.for_events(), then = "abort", "finalize at drop did not finish: the communicator is aborted");
+                    self.request_abort(cause, "drop")
                 }
             };
         }
@@ -193,7 +187,7 @@ impl Shared {
                     WARN,
                     "comm.call_abandoned",
                     operation,
-                    rank = self.info.get().map(|i| i.rank),
+                    rank = self.rank_for_events(),
                     waited_ms = crate::trace::ms(deadline.waited()),
                     "a blocking finalize or destroy was still inside NCCL at its deadline: the communicator is lost"
                 );
