@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::nccl::comm::communicator::Communicator;
 use crate::nccl::comm::create::predicted_nonblocking;
-use crate::nccl::comm::shared::{Allow, RankInfo, Shared};
+use crate::nccl::comm::shared::{async_state, Allow, RankInfo, Shared};
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
@@ -114,12 +114,8 @@ impl Communicator {
         if !nccl.has_sym(Sym::CommGetAsyncError) {
             return Err(nccl.unsupported(Sym::CommGetAsyncError));
         }
-        let mut state = 0i32;
-        let out: *mut i32 = &mut state;
-        // SAFETY: the caller's contract: a live communicator of this library; `out` is a valid
-        // `int *`.
-        unsafe { nccl.check(&nccl.functions().comm_get_async_error, (comm, out), comm) }?;
-        let state = NcclResult(state);
+        // SAFETY: the caller's contract: a live communicator of this library.
+        let state = unsafe { async_state(nccl, comm) }?;
         // NCCL answers the rank queries only for a ready communicator (ncclCommEnsureReady:
         // NCCL v2.30.7-1 src/init.cc:422-438, 3485-3522).
         // SAFETY: as above.
@@ -174,18 +170,13 @@ impl Communicator {
             }
             let guard = self.shared.enter(OPERATION, Allow::Creating)?;
             let comm = self.shared.handle();
-            let mut state = 0i32;
-            let out: *mut i32 = &mut state;
-            // SAFETY: this communicator's handle, under its call lock; a valid `int *`.
-            let r = unsafe { nccl.functions().comm_get_async_error.call(nccl, (comm, out)) }?;
-            if !r.is_success() {
-                return Err(nccl.failure(Sym::CommGetAsyncError, r, comm));
-            }
+            // SAFETY: this communicator's handle, under its call lock.
+            let state = unsafe { async_state(nccl, comm) }?;
             let failed = |code: NcclResult| {
                 self.shared.fail(Cause::Nccl { function: OPERATION, code });
                 nccl.failure(Sym::CommGetAsyncError, code, comm)
             };
-            match NcclResult(state) {
+            match state {
                 NcclResult::IN_PROGRESS => self.shared.saw_in_progress(),
                 s if s.is_success() => {
                     // SAFETY: as above; NCCL reports the communicator ready.

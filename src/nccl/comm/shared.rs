@@ -51,6 +51,20 @@ pub(crate) struct RankInfo {
     pub(crate) device: i32,
 }
 
+/// `ncclCommGetAsyncError` of `comm`: NCCL's asynchronous state for it (`ncclInProgress` while
+/// NCCL's own thread still works on it); the query itself failing is the error.
+///
+/// # Safety
+///
+/// `comm` is a live communicator of `nccl`, or one NCCL stored and has not freed.
+pub(crate) unsafe fn async_state(nccl: &Nccl, comm: *mut c_void) -> Result<NcclResult, Error> {
+    let mut state = 0i32;
+    let out: *mut i32 = &mut state;
+    // SAFETY: the caller's contract; a valid `int *`.
+    unsafe { nccl.check(&nccl.functions().comm_get_async_error, (comm, out), comm) }?;
+    Ok(NcclResult(state))
+}
+
 impl RankInfo {
     /// Count, rank and device of a ready communicator (`ncclCommCount`, `ncclCommUserRank`,
     /// `ncclCommCuDevice`), each a typed error if NCCL refuses.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::nccl::comm::bounded::{CallThread, Exit};
 use crate::nccl::comm::create::{Origin, Slots};
 use crate::nccl::comm::shared::Shared;
-use crate::nccl::comm::shared::{Allow, RankInfo};
+use crate::nccl::comm::shared::{async_state, Allow, RankInfo};
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
@@ -204,8 +204,6 @@ impl Creation {
             if creation.parents.is_empty() {
                 owner.set_handle(handle);
             }
-            let mut state = 0i32;
-            let out: *mut i32 = &mut state;
             let guard = match owner.enter("ncclCommGetAsyncError", Allow::Creating) {
                 Ok(g) => g,
                 // A parent aborted meanwhile (its abort ran on the creation's thread): the
@@ -217,13 +215,10 @@ impl Creation {
                 }
                 Err(e) => return Err(e),
             };
-            // SAFETY: a handle NCCL stored (final: the slot says so), a valid `int *`.
-            let r = unsafe { creation.nccl.functions().comm_get_async_error.call(&creation.nccl, (handle, out)) }?;
+            // SAFETY: a handle NCCL stored (final: the slot says so).
+            let state = unsafe { async_state(&creation.nccl, handle) }?;
             drop(guard);
-            if !r.is_success() {
-                return Err(creation.nccl.failure(Sym::CommGetAsyncError, r, handle));
-            }
-            match NcclResult(state) {
+            match state {
                 NcclResult::IN_PROGRESS => {
                     owner.saw_in_progress();
                     done = false;
@@ -251,11 +246,8 @@ impl Creation {
 /// A new communicator's own state: NCCL stores a child even when its creation failed
 /// (src/init.cc:1959-1962 runs on the failure path too).
 pub(super) fn child_ready(nccl: &Nccl, handle: *mut c_void) -> Result<(), Error> {
-    let mut state = 0i32;
-    let out: *mut i32 = &mut state;
-    // SAFETY: a handle NCCL stored, a valid `int *`.
-    unsafe { nccl.check(&nccl.functions().comm_get_async_error, (handle, out), handle) }?;
-    match NcclResult(state) {
+    // SAFETY: a handle NCCL stored.
+    match unsafe { async_state(nccl, handle) }? {
         s if s.is_success() => Ok(()),
         s => Err(nccl.failure(Sym::CommGetAsyncError, s, handle)),
     }
