@@ -376,7 +376,7 @@ impl Aggregate {
     }
 
     /// The fields in offset order.
-    pub fn fields(&self) -> &'static [Field] {
+    pub fn fields(&self) -> &[Field] {
         &self.0.fields
     }
 
