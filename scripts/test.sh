@@ -24,7 +24,7 @@
 #      then real launchers (scripts/launchers.sh): Open MPI's and MPICH's mpirun with -np 2
 #      and 4, and srun on a one-host Slurm, each running examples/world with the real NCCL
 #      (one id on every rank, NCCL's own CUDA error) and perf on the stand-ins;
-#   4. the public API against its committed listings (docs/public-api*.txt, scripts/public-api.sh),
+#   4. the public API against its committed listing (docs/public-api.txt, scripts/public-api.sh),
 #      the facade, host-API, fault-model and plugin tests under AddressSanitizer (nightly, the C
 #      stand-ins and test plugins instrumented too, with a negative control that must fail), the pure modules under
 #      Miri, and every cargo-fuzz target for FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
@@ -42,7 +42,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it started, in seconds since the run began: where the time goes.
+step() { printf '\n==> [%d s] %s\n' "$SECONDS" "$*"; }
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -165,10 +166,13 @@ printf '  %s\n' "${nccl_libs[@]}"
 # The test binaries print the fuzz seed and the hardening findings.
 TEST_ARGS=(-- --nocapture)
 
-step "native: build"
-cargo build --all-targets --features cli
-step "native: tests (unit, conformance, hardening, doc, the command against the stand-in)"
-cargo test --features cli "${TEST_ARGS[@]}"
+# One build for the native tests: the command (cli), the 16-bit float types (half) and the
+# operator events (tracing, whose tests/tracing.rs needs it) in one feature set.
+NATIVE_FEATURES=cli,half,tracing
+step "native: build ($NATIVE_FEATURES)"
+cargo build --all-targets --features "$NATIVE_FEATURES"
+step "native: tests (unit, conformance, hardening, doc, the command against the stand-in, the tracing feature's events)"
+cargo test --features "$NATIVE_FEATURES" "${TEST_ARGS[@]}"
 step "native: ABI conformance and callbacks with clang as the oracle"
 clang_start=$SECONDS
 NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
@@ -195,22 +199,15 @@ cargo run --quiet --example ldiv
 cargo run --quiet --example qsort
 cargo run --quiet --example variadic_logger
 cargo run --quiet --example qsort_callback
-step "native: the optional half feature"
-cargo test --quiet --lib --features half
-step "native: the optional tracing feature (its events, captured against the stand-in)"
-cargo test --quiet --lib --features tracing
-cargo test --quiet --features tracing --test tracing
 step "native: rustfmt, clippy and docs"
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
-cargo clippy --all-targets --quiet --features half,cudarc,cli,cudarc-nccl -- -D warnings
-cargo clippy --all-targets --quiet --features cli,half,tracing -- -D warnings
+cargo clippy --all-targets --quiet --features half,cudarc,cli,cudarc-nccl,tracing -- -D warnings
 # The GPU examples build (cudarc loads libcuda at run time; they run on the GPU machine) and,
 # without a GPU, say so in one line.
 cargo build --quiet --features cudarc-nccl --examples
 cargo test --quiet --features cudarc-nccl --test examples_without_gpu
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet --features tracing
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet --features half,cudarc,tracing
 
 step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
@@ -252,7 +249,7 @@ NCCL_TRAMPOLINE_CALLBACK_COUNT=$QEMU_CLANG_CALLBACKS NCCL_TRAMPOLINE_TEST_CC="cl
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
 
 if rustup run "$NIGHTLY" rustdoc --version >/dev/null 2>&1; then
-    step "public API ($NIGHTLY rustdoc JSON): docs/public-api.txt and docs/public-api-features.txt still list it (scripts/public-api.sh)"
+    step "public API ($NIGHTLY rustdoc JSON): docs/public-api.txt still lists it (scripts/public-api.sh)"
     NCCL_TRAMPOLINE_NIGHTLY=$NIGHTLY scripts/public-api.sh
 else
     step "SKIP the public API listing: the $NIGHTLY toolchain could not be installed"

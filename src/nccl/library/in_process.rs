@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+#[cfg(target_os = "linux")]
 use crate::foreign::file::identity;
 use crate::foreign::loader;
 use crate::nccl::library::discovery::{Candidate, Source};
@@ -47,7 +48,7 @@ impl Nccl {
         Self::native_target()?;
         let path = path.as_ref();
         let refused = |reason: String| Error::LibraryLoad { path: path.display().to_string(), variable: None, reason };
-        let id = std::fs::metadata(path).map(|m| identity(&m)).map_err(|e| refused(e.to_string()))?;
+        let id = file_identity(path).map_err(|e| refused(e.to_string()))?;
         if !loaded_files().iter().any(|(_, loaded)| *loaded == id) {
             return Err(refused(
                 "not loaded in this process (Nccl::loaded_from never loads a library; Nccl::load_from does)".into(),
@@ -66,6 +67,7 @@ impl Nccl {
 /// The NCCL and RCCL files mapped into this process, one entry per file (device and inode):
 /// `/proc/self/maps` lines whose file is named `libnccl.so*` or `librccl.so*` and still is the
 /// file that was mapped (a file replaced on disk since is left out: its path names another).
+#[cfg(target_os = "linux")]
 fn loaded_files() -> Vec<(PathBuf, (u64, u64))> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
     let mut out: Vec<(PathBuf, (u64, u64))> = Vec::new();
@@ -85,9 +87,28 @@ fn loaded_files() -> Vec<(PathBuf, (u64, u64))> {
     out
 }
 
+/// Elsewhere there is no `/proc/self/maps` to read: nothing is known to be loaded (and these
+/// targets have no call trampoline: `native_target` refuses first).
+#[cfg(not(target_os = "linux"))]
+fn loaded_files() -> Vec<(PathBuf, (u64, u64))> {
+    Vec::new()
+}
+
+/// A file's device and inode, what `/proc/self/maps` names a mapped file by.
+#[cfg(target_os = "linux")]
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    std::fs::metadata(path).map(|m| identity(&m))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn file_identity(_: &Path) -> std::io::Result<(u64, u64)> {
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "no /proc/self/maps on this system"))
+}
+
 /// One line of `/proc/self/maps`: `address perms offset dev inode path`, the path last and
 /// possibly holding spaces (a virtual environment's folder may), the device as `major:minor`
 /// in hexadecimal (proc(5)).
+#[cfg(target_os = "linux")]
 struct Mapping<'a> {
     major: u64,
     minor: u64,
@@ -95,6 +116,7 @@ struct Mapping<'a> {
     path: &'a str,
 }
 
+#[cfg(target_os = "linux")]
 impl<'a> Mapping<'a> {
     fn parse(line: &'a str) -> Option<Self> {
         let mut rest = line;
@@ -120,7 +142,7 @@ impl<'a> Mapping<'a> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
