@@ -27,18 +27,20 @@
 #   4. the public API against its committed listing (docs/public-api.txt, scripts/public-api.sh),
 #      the facade, host-API, fault-model and plugin tests under AddressSanitizer (nightly, the C
 #      stand-ins and test plugins instrumented too, with a negative control that must fail), the pure modules under
-#      Miri, and every cargo-fuzz target for FUZZ_SECONDS (default 10) each (scripts/fuzz.sh);
+#      Miri, and every cargo-fuzz target for FUZZ_SECONDS (default 6) each (scripts/fuzz.sh);
 #   5. `cargo check` for targets without a trampoline (they must build and return Unsupported);
 #   6. the benchmark compiles (it is run by hand: see docs/perf.md);
 #   7. the MSRV of the library and of each feature, with exactly that toolchain (MSRV_CHECKS),
 #      and what `cargo package` ships.
 # Environment: NCCL_TRAMPOLINE_FUZZ_SEED / NCCL_TRAMPOLINE_FUZZ_COUNT steer the random
-# signatures (default seed 0x5eed2026, 10000 signatures), NCCL_TRAMPOLINE_CALLBACK_COUNT the random
-# callback signatures (10000 here, 3000 for the second oracle under qemu; 2000 in a plain
-# `cargo test` and the quick tier),
-# NCCL_TRAMPOLINE_VARIADIC_COUNT the random variadic lists (500); FUZZ_SECONDS the time of each cargo-fuzz
-# target (default 10); SKIP_INSTALL=1 skips step 0; QUICK=1 runs only the quick tier (rustfmt,
-# native tests and clippy, a few minutes) and stops.
+# signatures (default seed 0x5eed2026, 10000 signatures; the second oracle under qemu
+# QEMU_CLANG_SIGNATURES, 5000), NCCL_TRAMPOLINE_CALLBACK_COUNT the random callback signatures
+# (10000 here; clang natively CLANG_CALLBACKS, 5000, and under qemu QEMU_CLANG_CALLBACKS, 2000;
+# 2000 in a plain `cargo test` and the quick tier), NCCL_TRAMPOLINE_VARIADIC_COUNT the random
+# variadic lists (500); FUZZ_SECONDS the time of each cargo-fuzz target (default 6);
+# SKIP_INSTALL=1 skips step 0; QUICK=1 runs only the quick tier (rustfmt, native tests and
+# clippy, a few minutes) and stops. Each step prints when it started ([N s]): where the time
+# goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,7 +59,7 @@ NIGHTLY=${NCCL_TRAMPOLINE_NIGHTLY:-nightly-2026-10-29}
 HOST=x86_64-unknown-linux-gnu
 CARGO_FUZZ=0.13.2
 # Seconds each fuzz target runs (scripts/fuzz.sh).
-export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-6}
 # The minimum supported Rust: "toolchain|feature|cargo check arguments", each checked with
 # exactly that toolchain (`--locked`: Cargo.lock's dependency versions). The library's is
 # Cargo.toml's rust-version; the README's feature table states every one, and the MSRV step
@@ -153,11 +155,15 @@ if [ "${QUICK:-0}" = 1 ]; then
     exit 0
 fi
 
-# The full run: 10,000 random callback signatures per architecture with gcc, each called by C
-# callers built at -O0 and at -O2; natively clang too. Under qemu, clang (the second oracle)
-# gets 3,000 (QEMU_CLANG_CALLBACKS): the suite must stay within 40 minutes on two cores.
+# The full run: with gcc, 10,000 random signatures (forward calls) and 10,000 random callback
+# signatures per architecture, each callback called by C callers built at -O0 and at -O2. Clang,
+# the second oracle, checks fewer, so that the suite stays within 40 minutes on two cores:
+# natively 10,000 signatures and 5,000 callbacks (CLANG_CALLBACKS); under qemu 5,000 signatures
+# (QEMU_CLANG_SIGNATURES) and 2,000 callbacks (QEMU_CLANG_CALLBACKS).
 export NCCL_TRAMPOLINE_CALLBACK_COUNT=${NCCL_TRAMPOLINE_CALLBACK_COUNT:-10000}
-QEMU_CLANG_CALLBACKS=${QEMU_CLANG_CALLBACKS:-3000}
+CLANG_CALLBACKS=${CLANG_CALLBACKS:-5000}
+QEMU_CLANG_SIGNATURES=${QEMU_CLANG_SIGNATURES:-5000}
+QEMU_CLANG_CALLBACKS=${QEMU_CLANG_CALLBACKS:-2000}
 step "real NCCL builds (scripts/fetch-nccl.sh)"
 mapfile -t nccl_libs < <(scripts/fetch-nccl.sh)
 [ ${#nccl_libs[@]} -eq 3 ] || { echo "scripts/fetch-nccl.sh did not produce three libraries" >&2; exit 1; }
@@ -175,10 +181,11 @@ step "native: tests (unit, conformance, hardening, doc, the command against the 
 cargo test --features "$NATIVE_FEATURES" "${TEST_ARGS[@]}"
 step "native: ABI conformance and callbacks with clang as the oracle"
 clang_start=$SECONDS
-NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test conformance "${TEST_ARGS[@]}"
+# The native build's features, so that no other build of the crate is made for these steps.
+NCCL_TRAMPOLINE_TEST_CC=clang cargo test --features "$NATIVE_FEATURES" --test conformance "${TEST_ARGS[@]}"
 # Callbacks: C callers compiled by clang.
-NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test callbacks "${TEST_ARGS[@]}"
-NCCL_TRAMPOLINE_TEST_CC=clang cargo test --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_CALLBACK_COUNT=$CLANG_CALLBACKS NCCL_TRAMPOLINE_TEST_CC=clang \
+    cargo test --features "$NATIVE_FEATURES" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, native: $((SECONDS - clang_start)) s"
 step "native: the README's main job (selftest), then selftest and doctor on the real $NCCL_NEW_VERSION"
 cargo run --quiet --release --features cli -- selftest
@@ -187,7 +194,7 @@ NCCL_TRAMPOLINE_LIBRARY=${nccl_libs[0]} cargo run --quiet --release --features c
 step "native: facade against the real libnccl.so.2 ($NCCL_NEW_VERSION and an old build), no GPU"
 NCCL_TRAMPOLINE_REAL_NCCL=${nccl_libs[0]} NCCL_TRAMPOLINE_REAL_NCCL_VERSION=$NCCL_NEW_VERSION \
 NCCL_TRAMPOLINE_REAL_NCCL_OLD=${nccl_libs[2]} NCCL_TRAMPOLINE_REAL_NCCL_FOREIGN=${nccl_libs[1]} \
-    cargo test --test real_nccl -- --ignored --nocapture
+    cargo test --features "$NATIVE_FEATURES" --test real_nccl -- --ignored --nocapture
 step "native: real launchers (Open MPI, MPICH, Slurm): the real NCCL $NCCL_NEW_VERSION and the stand-ins"
 launchers_start=$SECONDS
 scripts/launchers.sh "${nccl_libs[0]}"
@@ -195,10 +202,9 @@ echo "real launchers: $((SECONDS - launchers_start)) s"
 step "native: the README's snippets in new projects of their own (scripts/readme-snippets.sh)"
 scripts/readme-snippets.sh "${nccl_libs[0]}"
 step "native: examples"
-cargo run --quiet --example ldiv
-cargo run --quiet --example qsort
-cargo run --quiet --example variadic_logger
-cargo run --quiet --example qsort_callback
+for example in ldiv qsort variadic_logger qsort_callback; do
+    cargo run --quiet --features "$NATIVE_FEATURES" --example "$example"
+done
 step "native: rustfmt, clippy and docs"
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
@@ -213,7 +219,8 @@ step "aarch64 under qemu-aarch64 -cpu max: tests"
 cargo test --target "$AARCH64" "${TEST_ARGS[@]}"
 step "aarch64 under qemu-aarch64 -cpu max: ABI conformance and callbacks with clang --target=aarch64-linux-gnu as the oracle"
 clang_start=$SECONDS
-NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" cargo test --target "$AARCH64" --test conformance "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_FUZZ_COUNT=$QEMU_CLANG_SIGNATURES NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" \
+    cargo test --target "$AARCH64" --test conformance "${TEST_ARGS[@]}"
 NCCL_TRAMPOLINE_CALLBACK_COUNT=$QEMU_CLANG_CALLBACKS NCCL_TRAMPOLINE_TEST_CC="clang --target=aarch64-linux-gnu" \
     cargo test --target "$AARCH64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, aarch64: $((SECONDS - clang_start)) s"
@@ -243,7 +250,8 @@ cargo clippy --quiet --target "$RISCV64" --all-targets --features cli -- -D warn
 echo "riscv64 steps: $((SECONDS - riscv64_start)) s"
 step "riscv64 under qemu-riscv64: ABI conformance and callbacks with clang --target=riscv64-linux-gnu as the oracle"
 clang_start=$SECONDS
-NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" cargo test --target "$RISCV64" --test conformance "${TEST_ARGS[@]}"
+NCCL_TRAMPOLINE_FUZZ_COUNT=$QEMU_CLANG_SIGNATURES NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" \
+    cargo test --target "$RISCV64" --test conformance "${TEST_ARGS[@]}"
 NCCL_TRAMPOLINE_CALLBACK_COUNT=$QEMU_CLANG_CALLBACKS NCCL_TRAMPOLINE_TEST_CC="clang --target=riscv64-linux-gnu" \
     cargo test --target "$RISCV64" --test callbacks --test variadic_callbacks --test typed_callbacks "${TEST_ARGS[@]}"
 echo "clang oracle, riscv64: $((SECONDS - clang_start)) s"
