@@ -53,6 +53,8 @@ crate::foreign_functions! {
         event_record: EventRecord = "cuEventRecord" (event: *mut c_void, stream: *mut c_void) -> i32;
         event_query: EventQuery = "cuEventQuery" (event: *mut c_void) -> i32;
         event_destroy: EventDestroy = "cuEventDestroy_v2" (event: *mut c_void) -> i32;
+        event_elapsed_time: EventElapsedTime = "cuEventElapsedTime" (ms: *mut f32, start: *mut c_void, end: *mut c_void) -> i32;
+        mem_get_info: MemGetInfo = "cuMemGetInfo_v2" (free: *mut usize, total: *mut usize) -> i32;
         pointer_get_attribute: PointerGetAttribute = "cuPointerGetAttribute" (data: *mut c_void, attribute: i32, ptr: u64) -> i32;
         get_error_string: GetErrorString = "cuGetErrorString" (code: i32, text: *mut *const c_char) -> i32;
     }
@@ -279,10 +281,28 @@ impl Driver {
     ///
     /// A context must be current; the event must be destroyed exactly once.
     pub(crate) unsafe fn event_create_raw(&self) -> Result<*mut c_void, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { self.event_create_flags(EVENT_DISABLE_TIMING) }
+    }
+
+    /// Creates an event with `flags` (`CU_EVENT_*`).
+    ///
+    /// # Safety
+    ///
+    /// As [`event_create_raw`](Self::event_create_raw).
+    pub(super) unsafe fn event_create_flags(&self, flags: u32) -> Result<*mut c_void, Error> {
         let mut e: *mut c_void = ptr::null_mut();
         // SAFETY: the out-pointer is live.
-        self.check("cuEventCreate", unsafe { self.fns.event_create(&mut e, EVENT_DISABLE_TIMING) })?;
+        self.check("cuEventCreate", unsafe { self.fns.event_create(&mut e, flags) })?;
         Ok(e)
+    }
+
+    /// The current context's device memory: (free, total) bytes (`cuMemGetInfo`).
+    pub fn memory_info(&self) -> Result<(usize, usize), Error> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both out-pointers are live.
+        self.check("cuMemGetInfo", unsafe { self.fns.mem_get_info(&mut free, &mut total) })?;
+        Ok((free, total))
     }
 
     /// Records `event` on `stream`: it completes when the work queued on `stream` so far has.

@@ -28,6 +28,13 @@ impl Driver {
         Ok(Event { driver: self, raw: unsafe { self.event_create_raw()? } })
     }
 
+    /// An event that records the time it completes, for [`Event::elapsed_since`], on the
+    /// current context.
+    pub fn timed_event(&self) -> Result<Event<'_>, Error> {
+        // SAFETY: the event is destroyed by `Event`'s drop, through this driver.
+        Ok(Event { driver: self, raw: unsafe { self.event_create_flags(0)? } })
+    }
+
     /// Waits until the work queued on `stream` so far has completed, at most `timeout` (`None`:
     /// no limit), polling an event rather than blocking in the driver, so the wait always ends.
     ///
@@ -114,6 +121,17 @@ impl Event<'_> {
     pub unsafe fn record(&self, stream: *mut c_void) -> Result<(), Error> {
         // SAFETY: the caller's contract; the event is live.
         unsafe { self.driver.event_record_raw(self.raw, stream) }
+    }
+
+    /// The time between `start` and this event, both made by
+    /// [`Driver::timed_event`] and completed (`cuEventElapsedTime`: about half a microsecond of
+    /// resolution).
+    pub fn elapsed_since(&self, start: &Event<'_>) -> Result<Duration, Error> {
+        let mut ms = 0f32;
+        // SAFETY: two live events and a live out-pointer.
+        self.driver
+            .check("cuEventElapsedTime", unsafe { self.driver.fns.event_elapsed_time(&mut ms, start.raw, self.raw) })?;
+        Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 
     /// True when the work it marks has completed (or it was never recorded).

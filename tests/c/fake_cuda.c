@@ -210,6 +210,13 @@ CUresult cuDeviceGet(int *d, int ordinal) {
 }
 CUresult cuDeviceGetName(char *name, int len, int d) { snprintf(name, (size_t)len, "Stand-in GPU %d", d); return CUDA_SUCCESS; }
 CUresult cuDeviceTotalMem_v2(size_t *bytes, int d) { (void)d; *bytes = (size_t)1 << 30; return CUDA_SUCCESS; }
+/* Free memory: the 1 GiB less what the stand-in holds allocated (on every device together). */
+static size_t allocated_bytes;
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    *total = (size_t)1 << 30;
+    *free_bytes = allocated_bytes < *total ? *total - allocated_bytes : 0;
+    return CUDA_SUCCESS;
+}
 CUresult cuDeviceGetPCIBusId(char *id, int len, int d) { snprintf(id, (size_t)len, "0000:%02x:00.0", d + 1); return CUDA_SUCCESS; }
 /* A context is its device's primary context: the value 0x1000 + device. */
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) { *ctx = (void *)(uintptr_t)(0x1000 + d); return CUDA_SUCCESS; }
@@ -234,6 +241,7 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     *(size_t *)(void *)m = n;
     *p = (uint64_t)(uintptr_t)(m + HEADER);
+    __atomic_add_fetch(&allocated_bytes, n, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
 CUresult cuMemFree_v2(uint64_t p) {
@@ -254,6 +262,7 @@ CUresult cuMemFree_v2(uint64_t p) {
         }
     }
     pthread_mutex_unlock(&lock);
+    __atomic_sub_fetch(&allocated_bytes, n, __ATOMIC_RELAXED);
     free(m);
     return CUDA_SUCCESS;
 }
@@ -341,8 +350,9 @@ CUresult cuStreamGetCtx(void *s, void **ctx) {
     return CUDA_SUCCESS;
 }
 
-/* An event marks the work queued on a stream when it was recorded. */
-struct event { uintptr_t stream; long ticket; int recorded, device; };
+/* An event marks the work queued on a stream when it was recorded; the stand-in runs that
+ * work at once, so the event's time is when it was recorded. */
+struct event { uintptr_t stream; long ticket; int recorded, device; struct timespec at; };
 CUresult cuEventCreate(void **e, unsigned flags) {
     (void)flags;
     *e = calloc(1, sizeof(struct event));
@@ -356,6 +366,7 @@ CUresult cuEventRecord(void *e, void *s) {
     ev->device = st ? st->device : 0;
     ev->ticket = st ? st->enqueued : 0;
     ev->recorded = 1;
+    clock_gettime(CLOCK_MONOTONIC, &ev->at);
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -368,6 +379,12 @@ CUresult cuEventQuery(void *e) {
     if (done) land(st, ev->ticket);
     pthread_mutex_unlock(&lock);
     return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
+    struct event *a = start, *b = end;
+    if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_VALUE;
+    *ms = (float)((b->at.tv_sec - a->at.tv_sec) * 1e3 + (b->at.tv_nsec - a->at.tv_nsec) / 1e6);
+    return CUDA_SUCCESS;
 }
 CUresult cuEventSynchronize(void *e) {
     while (cuEventQuery(e) == CUDA_ERROR_NOT_READY) nap();

@@ -29,6 +29,8 @@ pub enum Command {
     Selftest(SelftestArgs),
     /// nccl-tests-compatible sweeps of one collective (all_reduce, all_gather, broadcast,
     /// reduce, reduce_scatter, alltoall, gather, scatter, sendrecv).
+    // nccl-tests' -V is the device CTA count: no -V/--version here.
+    #[command(disable_version_flag = true)]
     Perf(PerfArgs),
     /// A network plugin's test bench: init, devices, the non-blocking connect/accept loops,
     /// regMr, isend/irecv/test from 1 B to 64 MiB over the plugin's loopback, every byte

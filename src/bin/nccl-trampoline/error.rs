@@ -104,6 +104,28 @@ pub enum Error {
         /// NCCL's (or the facade's) error.
         source: LibraryError,
     },
+    /// `-T`: an operation did not complete in time; every communicator was aborted (as
+    /// nccl-tests' "Test timeout").
+    #[error(
+        "{host}: Test timeout ({seconds}s): rank {rank}'s operations did not complete; every communicator was aborted"
+    )]
+    TestTimeout {
+        /// This host's name.
+        host: String,
+        /// `-T`.
+        seconds: u32,
+        /// The first rank found not done.
+        rank: usize,
+    },
+    /// NCCL reported an asynchronous error on a communicator while perf waited for it; every
+    /// communicator was aborted.
+    #[error("rank {rank}: NCCL reported {code} while its operations ran; every communicator was aborted")]
+    AsyncError {
+        /// The rank.
+        rank: usize,
+        /// NCCL's result.
+        code: String,
+    },
     /// The results of ranks in separate processes travel by an all-gather of one local rank.
     #[error("sharing results between processes needs one rank per process, this one drives {local}")]
     GatherLocalRanks {
@@ -223,6 +245,12 @@ pub enum GpuStep {
     Download,
     /// Waiting for the stream.
     Synchronize,
+    /// Registering the buffers (`-R`).
+    Register,
+    /// Recording or reading the per-iteration events (`-I 1`).
+    Events,
+    /// Reading the free memory (`-M 1`).
+    Memory,
 }
 
 impl std::fmt::Display for GpuStep {
@@ -235,6 +263,9 @@ impl std::fmt::Display for GpuStep {
             GpuStep::Upload => "copying to the device",
             GpuStep::Download => "copying from the device",
             GpuStep::Synchronize => "waiting for the stream",
+            GpuStep::Register => "registering the buffers with NCCL",
+            GpuStep::Events => "timing the iterations with events",
+            GpuStep::Memory => "reading the free device memory",
         })
     }
 }
@@ -263,9 +294,41 @@ pub enum Usage {
     /// `-o`.
     #[error("unknown op `{0}` (sum, prod, max, min, avg, all)")]
     UnknownOp(String),
-    /// `-G`.
-    #[error("-G (CUDA graphs) is not supported")]
-    CudaGraphs,
+    /// An option of nccl-tests that `perf` cannot honour, and why.
+    #[error("{option} is not supported: {why}")]
+    Unsupported {
+        /// The option as typed (`-G`).
+        option: &'static str,
+        /// Why.
+        why: &'static str,
+    },
+    /// `-K` at or past `-n`.
+    #[error("-K {skip} leaves no iteration of -n {iters} for the statistics")]
+    SkipPastIterations {
+        /// `-K`.
+        skip: u32,
+        /// `-n`.
+        iters: u32,
+    },
+    /// `-K` without `-I 1`.
+    #[error("-K needs per-iteration timing (-I 1)")]
+    SkipWithoutPerIteration,
+    /// `-V` out of range.
+    #[error("-V {0}: the device CTA count is 1 to 128")]
+    DeviceCtas(i32),
+    /// `-x` with several GPUs in one process.
+    #[error("-x with -g > 1: run one GPU per process (--procs or a launcher) to set a CTA policy")]
+    CtaPolicyWithGpus,
+    /// `-x 2` before NCCL 2.28, `-x` before 2.27.
+    #[error("-x {policy} needs NCCL {needs}, this library is {version}")]
+    CtaPolicyVersion {
+        /// `-x`.
+        policy: i32,
+        /// The first NCCL that takes it.
+        needs: &'static str,
+        /// The loaded library's version.
+        version: String,
+    },
     /// `--procs` with `-g`.
     #[error("--procs starts one process per GPU: -g must be 1")]
     ProcsWithGpus,

@@ -10,16 +10,17 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use nccl_trampoline::launch::rendezvous::RendezvousKey;
-use nccl_trampoline::launch::{vars, World};
+use nccl_trampoline::launch::{vars, Setup, World};
+use nccl_trampoline::nccl::CommOptions;
 
 use super::options::Args;
-use super::output::{aggregate, DeviceLine, Output};
+use super::output::{self, aggregate, DeviceLine, Output};
 use super::plan::Plan;
-use super::ranks::Ranks;
+use super::ranks::{self, MemoryUse, Ranks};
 use super::report::Measured;
-use super::{load, prepare};
+use super::{comm_config, limited, load, prepare, sweep};
 use crate::cuda::Driver;
-use crate::error::{Error, Usage};
+use crate::error::{Error, LibraryError, Usage};
 
 /// How long a rank may take to join: GPU, unique id and init together.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -77,26 +78,28 @@ fn decode_lines(all: &[u8]) -> Vec<DeviceLine> {
         .collect()
 }
 
-/// Bytes of one rank's measurements of a step: (time, cpu, wrong) out of place, then in place.
-const MEASURED: usize = 48;
-
-fn encode_pair(o: &Measured, i: &Measured) -> Vec<u8> {
-    let mut v = Vec::with_capacity(MEASURED);
-    for m in [o, i] {
-        v.extend_from_slice(&m.time.to_le_bytes());
-        v.extend_from_slice(&m.cpu.to_le_bytes());
-        v.extend_from_slice(&m.wrong.map_or(-1i64, |w| w as i64).to_le_bytes());
+/// One rank's measurement of a placement: time, cpu, wrong (-1: not reported), then each
+/// iteration's time (`-I 1`).
+fn encode_measured(m: &Measured, out: &mut Vec<u8>) {
+    out.extend_from_slice(&m.time.to_le_bytes());
+    out.extend_from_slice(&m.cpu.to_le_bytes());
+    out.extend_from_slice(&m.wrong.map_or(-1i64, |w| w as i64).to_le_bytes());
+    for t in &m.iterations {
+        out.extend_from_slice(&t.to_le_bytes());
     }
-    v
 }
 
-fn decode_pairs(all: &[u8]) -> Vec<(Measured, Measured)> {
+/// Every rank's pair, from records of `iters` iteration times each.
+fn decode_pairs(all: &[u8], iters: usize) -> Vec<(Measured, Measured)> {
     let f = |b: &[u8]| f64::from_le_bytes(b.try_into().expect("8 bytes"));
     let one = |b: &[u8]| {
         let w = i64::from_le_bytes(b[16..24].try_into().expect("8 bytes"));
-        Measured { time: f(&b[0..8]), cpu: f(&b[8..16]), algbw: 0.0, busbw: 0.0, wrong: u64::try_from(w).ok() }
+        let mut m = Measured::new(f(&b[0..8]), f(&b[8..16]), u64::try_from(w).ok());
+        m.iterations = b[24..].chunks_exact(8).map(f).collect();
+        m
     };
-    all.chunks_exact(MEASURED).map(|r| (one(&r[..24]), one(&r[24..]))).collect()
+    let half = 24 + 8 * iters;
+    all.chunks_exact(2 * half).map(|r| (one(&r[..half]), one(&r[half..]))).collect()
 }
 
 /// One rank of a launched job (or of --procs).
@@ -107,35 +110,84 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     if args.procs > 1 && !args.procs_rank {
         return Err(Usage::ProcsUnderLauncher { launcher: world.launcher().to_string(), size: world.size() }.into());
     }
-    let plan = Plan::new(args, world.size() as usize)?;
+    let n = world.size() as usize;
+    let plan = Plan::new(args, n)?;
     let nccl = load(args)?;
     let driver = Driver::load().map_err(|source| Error::NoCudaDriver { source: source.into() })?;
     let me = world.rank() as usize;
-    let comm =
-        world.communicator(&nccl, JOIN_TIMEOUT).map_err(|source| Error::Join { rank: me, source: source.into() })?;
-    let device = comm.cu_device().map_err(|source| Error::Join { rank: me, source: source.into() })?;
-    let ranks = Ranks::new(&nccl, &driver, vec![(comm, device, me)], &plan, args.watchdog)?;
+    let join = |source: LibraryError| Error::Join { rank: me, source };
+    // The free memory before the communicator, on the GPU it will take (one per local rank).
+    let local = world.local_rank() as i32;
+    let before_init = match args.memory {
+        1 => ranks::free_memory(&driver, local).map_err(|e| join(e.into()))?,
+        _ => 0,
+    };
+    let mut setup = Setup::within(JOIN_TIMEOUT);
+    if let Some(config) = comm_config(args, nccl.version())? {
+        setup = setup.options(CommOptions::new().config(config));
+    }
+    let comm = world.communicator_with(&nccl, &setup).map_err(|e| join(e.into()))?;
+    let device = comm.cu_device().map_err(|e| join(e.into()))?;
+    let after_init = match args.memory {
+        1 => ranks::free_memory(&driver, device).map_err(|e| join(e.into()))?,
+        _ => 0,
+    };
+    let comms = [(comm, device, me)];
     let info = driver.device_info(device).ok();
+    let total = info.as_ref().map_or(0, |d| d.memory);
     let (name, bus) = info.map_or(("?".into(), "?".into()), |d| (d.name, d.pci_bus_id));
-    let line = DeviceLine { rank: me, pid: std::process::id(), host: hostname(), device, name, bus };
-    let lines = decode_lines(&ranks.gather(&encode_line(&line))?);
-    let mut out = (me == 0).then(|| Output::new(args, &plan, &nccl, &lines));
+    let host = output::short_hostname(&hostname());
+    let line = DeviceLine { rank: me, pid: std::process::id(), host, device, name, bus };
+    let gather = |mine: &[u8]| ranks::gather_on(&driver, &comms[0].0, device, n, mine);
+    let lines = decode_lines(&gather(&encode_line(&line))?);
+    // The smallest GPU of the job bounds every rank's buffers (nccl-tests: an MPI_MIN).
+    let min_total = gather(&total.to_le_bytes())?
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .min()
+        .unwrap_or(0);
+    let limit = output::memory_limit(min_total, args.max_bytes, args.check > 0);
+    let plan = match limit {
+        Some(l) => Plan::new(&limited(args, l), n)?,
+        None => plan,
+    };
+    let ranks = Ranks::new(&nccl, &driver, &comms, &plan, args, n)?;
+    let after_buffers = if args.memory == 1 { ranks.free_memory()?[0] } else { 0 };
+    let mut out = (me == 0).then(|| Output::new(args, &plan, &nccl, &lines, limit));
+    let iters = if args.per_iter == 1 { args.iters as usize } else { 0 };
     let mut wrong = 0u64;
-    for (elem, op, size) in plan.steps() {
-        let o = ranks.measure(args, &plan, elem, op, size, false)?;
-        let i = ranks.measure(args, &plan, elem, op, size, true)?;
-        let per_rank = decode_pairs(&ranks.gather(&encode_pair(&o, &i))?);
-        let outs: Vec<Measured> = per_rank.iter().map(|p| p.0).collect();
-        let ins: Vec<Measured> = per_rank.iter().map(|p| p.1).collect();
+    sweep(args, &plan, &ranks, |elem, op, size, o, i| {
+        let mut mine = Vec::new();
+        encode_measured(&o, &mut mine);
+        encode_measured(&i, &mut mine);
+        let per_rank = decode_pairs(&ranks.gather(&mine)?, iters);
+        let outs: Vec<Measured> = per_rank.iter().map(|p| p.0.clone()).collect();
+        let ins: Vec<Measured> = per_rank.iter().map(|p| p.1.clone()).collect();
         let (o, i) = (aggregate(&outs, args.average), aggregate(&ins, args.average));
         wrong += o.wrong.unwrap_or(0) + i.wrong.unwrap_or(0);
         if let Some(out) = &mut out {
             out.row(plan.row(elem, op, size, o, i));
         }
-    }
+        Ok(())
+    })?;
+    // -M: the maximum over ranks of each amount.
+    let memory = if args.memory == 1 {
+        let collective = after_buffers - ranks.free_memory()?[0];
+        let mut mine = Vec::new();
+        for v in [before_init - after_init, after_init - after_buffers, collective] {
+            mine.extend_from_slice(&v.to_le_bytes());
+        }
+        let all = ranks.gather(&mine)?;
+        let max = |k: usize| {
+            all.chunks_exact(24).map(|r| i64::from_le_bytes(r[8 * k..8 * k + 8].try_into().expect("8 bytes"))).max()
+        };
+        Some(MemoryUse { init: max(0).unwrap_or(0), buffers: max(1).unwrap_or(0), collective: max(2).unwrap_or(0) })
+    } else {
+        None
+    };
     drop(ranks);
     match out {
-        Some(out) => out.finish(),
+        Some(out) => out.finish(&nccl, memory),
         None => Ok(wrong == 0),
     }
 }
@@ -150,7 +202,7 @@ fn free_port() -> Result<u16, Error> {
 /// a fresh secret, a free port), shows rank 0's output, and stops every rank if one fails.
 pub fn start_procs(args: &Args) -> Result<bool, Error> {
     let n = args.procs;
-    prepare(args, n as usize, "--procs")?;
+    prepare(args, n as usize, 0, "--procs")?;
     let secret = RendezvousKey::random_secret().map_err(|source| Error::Secret { source: source.into() })?;
     let port = free_port()?.to_string();
     let exe = std::env::current_exe().map_err(|source| Error::CurrentExe { source })?;
@@ -232,10 +284,17 @@ mod tests {
         let back = decode_lines(&all);
         assert_eq!(back[0], d);
         assert_eq!((back[1].rank, back[1].host.len()), (1, 63));
-        let m = |t: f64, w: Option<u64>| Measured { time: t, cpu: t / 2.0, algbw: 0.0, busbw: 0.0, wrong: w };
-        let pairs = decode_pairs(
-            &[encode_pair(&m(1.0, Some(3)), &m(2.0, None)), encode_pair(&m(3.0, Some(0)), &m(4.0, None))].concat(),
-        );
-        assert_eq!(pairs, vec![(m(1.0, Some(3)), m(2.0, None)), (m(3.0, Some(0)), m(4.0, None))]);
+        let m = |t: f64, w: Option<u64>, it: Vec<f64>| Measured { iterations: it, ..Measured::new(t, t / 2.0, w) };
+        let mut all = Vec::new();
+        for (o, i) in [
+            (m(1.0, Some(3), vec![1.0, 2.0]), m(2.0, None, vec![3.0, 4.0])),
+            (m(3.0, Some(0), vec![5.0, 6.0]), m(4.0, None, vec![7.0, 8.0])),
+        ] {
+            encode_measured(&o, &mut all);
+            encode_measured(&i, &mut all);
+        }
+        let pairs = decode_pairs(&all, 2);
+        assert_eq!(pairs[1], (m(3.0, Some(0), vec![5.0, 6.0]), m(4.0, None, vec![7.0, 8.0])));
+        assert_eq!(pairs[0].0, m(1.0, Some(3), vec![1.0, 2.0]));
     }
 }

@@ -28,9 +28,7 @@ pub const MAX_BYTES: u64 = 1 << 48;
 impl Plan {
     /// Checks the options against each other and lists the sizes.
     pub fn new(args: &Args, nranks: usize) -> Result<Plan, Usage> {
-        if args.cudagraph != 0 {
-            return Err(Usage::CudaGraphs);
-        }
+        args.check()?;
         if args.procs > 1 && args.ngpus != 1 {
             return Err(Usage::ProcsWithGpus);
         }
@@ -95,6 +93,7 @@ impl Plan {
             root: if self.collective.rooted() { self.root as i32 } else { -1 },
             out_of_place: bw(out),
             in_place: bw(inp),
+            timestamp: None,
         }
     }
 }
@@ -133,6 +132,11 @@ mod tests {
             ("all_reduce -b 1G -e 8", 2),
             ("all_reduce -b 0 -e 8 -f 2", 2),
             ("all_reduce -G 1", 2),
+            ("all_reduce -D 1", 2),
+            ("all_reduce -y 1", 2),
+            ("all_reduce -n 4 -I 1 -K 4", 2),
+            ("all_reduce -K 1", 2),
+            ("all_reduce -V 0", 2),
             ("broadcast -r 2", 2),
             ("all_reduce --procs 2 -g 2", 2),
             ("all_reduce -b 1 -e 1G -i 1", 2),
@@ -143,7 +147,7 @@ mod tests {
         ] {
             assert!(Plan::new(&args(line).unwrap(), nranks).is_err(), "{line}");
         }
-        for line in ["all_reduce -b x", "all_reduce -d float7", "all_reduce -o mean", "nothing", "all_reduce -c 2"] {
+        for line in ["all_reduce -b x", "all_reduce -d float7", "all_reduce -o mean", "nothing", "all_reduce -z 4"] {
             assert!(args(line).is_err(), "{line}");
         }
     }
@@ -176,13 +180,7 @@ mod tests {
         // Collectives without a reduction run once per type, whatever -o says.
         let p = Plan::new(&args("all_gather -d all -o all").unwrap(), 2).unwrap();
         assert_eq!(p.cases.len(), 10);
-        let row = p.row(
-            Elem::Float,
-            None,
-            1024,
-            Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None },
-            Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None },
-        );
+        let row = p.row(Elem::Float, None, 1024, Measured::new(1e-6, 0.0, None), Measured::new(1e-6, 0.0, None));
         assert_eq!((row.size, row.count, row.redop, row.root), (1024, 128, "none", -1));
     }
 }

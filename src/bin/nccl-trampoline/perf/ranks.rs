@@ -1,10 +1,13 @@
-//! The ranks this process drives: their communicators, buffers and streams, and the
-//! measurement of one step (warm-up, the timed loop, the check run).
+//! The ranks this process drives: their buffers and streams, and the measurement of one
+//! placement of one size as nccl-tests 2.19.6 makes it (src/common.cu, v2.19.6: `startColl`
+//! 544-629, `completeColl` 631-636, `BenchTime` 692-897, `TimeTest` 914-949,
+//! `testStreamSynchronize` 488-542).
 
 use std::ffi::c_void;
 use std::time::Instant;
 
-use nccl_trampoline::nccl::{Communicator, DataType, Nccl, WatchdogConfig};
+use nccl_trampoline::cuda::Event;
+use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, Registration, WatchdogConfig};
 
 use super::collective::{Collective, Layout};
 use super::data::{Elem, Op};
@@ -14,18 +17,31 @@ use super::report::Measured;
 use crate::cuda::{DeviceMemory, DeviceStream, Driver};
 use crate::error::{Error, GpuStep, LibraryError};
 
+/// `ncclCommWindowRegister`'s `NCCL_WIN_COLL_SYMMETRIC` (nccl.h, 2.27).
+const WIN_COLL_SYMMETRIC: i32 = 1;
+
 /// The ranks this process drives and the memory they use.
-pub struct Ranks<'d, 'n> {
+pub struct Ranks<'c, 'd, 'n> {
     nccl: &'n Nccl,
     driver: &'d Driver,
-    ranks: Vec<Rank<'d>>,
+    ranks: Vec<Rank<'c, 'd>>,
     nranks: usize,
+    /// Processes of the job: more than one, and the barriers and agreements cross them.
+    processes: usize,
     /// [`Collective::native_in`] for the sweep's collective.
     native: bool,
+    /// Bytes of each buffer, the `-u` padding left out.
+    bytes: usize,
+    /// `-u`: elements the buffers are moved by.
+    unalign: usize,
+    /// `-T`, seconds (0: no limit).
+    timeout: u32,
 }
 
-struct Rank<'d> {
-    comm: Communicator,
+struct Rank<'c, 'd> {
+    /// Ended before the buffers are freed (fields drop in order).
+    _registrations: Vec<Registration<'c>>,
+    comm: &'c Communicator,
     device: i32,
     global: usize,
     send: DeviceMemory<'d>,
@@ -33,53 +49,89 @@ struct Rank<'d> {
     stream: DeviceStream<'d>,
 }
 
-impl<'d, 'n> Ranks<'d, 'n> {
+/// GPU memory taken, in bytes, the maximum over this process's GPUs (`-M 1`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUse {
+    pub init: i64,
+    pub buffers: i64,
+    pub collective: i64,
+}
+
+impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// The ranks of `comms` (communicator, device, global rank), each with buffers for the
-    /// largest step of `plan` and a stream.
+    /// largest step of `plan` and a stream; `processes` is the job's count. `free_before`
+    /// holds each device's free memory before its communicator was made (`-M 1`).
     pub fn new(
         nccl: &'n Nccl,
         driver: &'d Driver,
-        comms: Vec<(Communicator, i32, usize)>,
+        comms: &'c [(Communicator, i32, usize)],
         plan: &Plan,
-        watchdog: Option<std::time::Duration>,
+        args: &Args,
+        processes: usize,
     ) -> Result<Self, Error> {
         let bytes = buffer_bytes(plan);
+        // Room for the largest type moved by -u elements (src/common.cu:1121).
+        let padded = bytes + 8 * args.unalign as usize;
         let mut ranks = Vec::new();
         for (comm, device, global) in comms {
+            let (device, global) = (*device, *global);
             let gpu = |step| move |source: LibraryError| Error::Gpu { rank: global, device, step, source };
             driver.activate(device).map_err(|e| gpu(GpuStep::Activate)(e.into()))?;
-            if let Some(timeout) = watchdog {
+            if let Some(timeout) = args.watchdog {
                 comm.start_watchdog(WatchdogConfig::new(timeout)).map_err(|e| gpu(GpuStep::Watchdog)(e.into()))?;
             }
-            let send = driver.alloc(bytes).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
-            let recv = driver.alloc(bytes).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
+            let send = driver.alloc(padded).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
+            let recv = driver.alloc(padded).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
             let stream = driver.stream().map_err(|e| gpu(GpuStep::Stream)(e.into()))?;
-            ranks.push(Rank { comm, device, global, send, recv, stream });
+            let registrations = register(comm, &send, &recv, padded, args.register).map_err(gpu(GpuStep::Register))?;
+            ranks.push(Rank { _registrations: registrations, comm, device, global, send, recv, stream });
         }
-        Ok(Ranks { nccl, driver, ranks, nranks: plan.nranks, native: plan.collective.native_in(nccl) })
+        Ok(Ranks {
+            nccl,
+            driver,
+            ranks,
+            nranks: plan.nranks,
+            processes,
+            native: plan.collective.native_in(nccl),
+            bytes,
+            unalign: args.unalign as usize,
+            timeout: args.timeout,
+        })
     }
 
-    /// One operation on every local rank (in one group when there are several).
-    fn launch(
+    /// The free memory of each local device now (`-M 1`).
+    pub fn free_memory(&self) -> Result<Vec<i64>, Error> {
+        self.ranks.iter().map(|r| free_memory(self.driver, r.device).map_err(r.error(GpuStep::Memory))).collect()
+    }
+
+    /// One operation on every local rank (in one group when there are several), nccl-tests'
+    /// `startColl`: iteration `iter` works `iter` buffer-lengths into the buffers (cycling),
+    /// and with `-z` each operation is waited for (and followed by a barrier with `-z 1`).
+    #[allow(clippy::too_many_arguments)]
+    fn start(
         &self,
+        args: &Args,
         c: Collective,
         l: &Layout,
         elem: Elem,
         op: Option<Op>,
         root: usize,
         in_place: bool,
+        iter: usize,
     ) -> Result<(), Error> {
         let group = if self.ranks.len() > 1 { Some(self.nccl.group().map_err(collective)?) } else { None };
+        let need = layout_bytes(l, elem, self.nranks);
+        let shift = if need == 0 { 0 } else { need * (iter % (self.bytes / need).max(1)) };
         for r in &self.ranks {
-            let (send, recv) = buffers(r, l, elem, in_place);
-            // SAFETY: both buffers were allocated for the largest size of the sweep, which
-            // bounds every layout; they live until the world is dropped, after the streams
-            // are synchronised.
+            let (send, recv) = self.buffers(r, l, elem, in_place, shift);
+            // SAFETY: both buffers hold `bytes` past the -u shift, which bounds every layout
+            // at every iteration's offset (`need * (bytes / need - 1) + need <= bytes`); they
+            // live until the ranks are dropped, after the streams are synchronised.
             unsafe {
                 c.enqueue(
                     self.nccl,
                     self.native,
-                    &r.comm,
+                    r.comm,
                     send,
                     recv,
                     l,
@@ -96,37 +148,113 @@ impl<'d, 'n> Ranks<'d, 'n> {
         if let Some(g) = group {
             g.end().map_err(collective)?;
         }
-        Ok(())
-    }
-
-    fn synchronize(&self) -> Result<(), Error> {
-        for r in &self.ranks {
-            r.stream.synchronize().map_err(r.error(GpuStep::Synchronize))?;
+        if args.blocking != 0 {
+            self.synchronize()?;
+        }
+        if args.blocking == 1 {
+            self.barrier()?;
         }
         Ok(())
     }
 
-    /// Every rank's `mine` (all of the same length), in rank order, through NCCL itself (an
-    /// all-gather of bytes): how ranks in separate processes share what they measured, under
-    /// any launcher. One local rank only.
-    pub fn gather(&self, mine: &[u8]) -> Result<Vec<u8>, Error> {
-        let [r] = &self.ranks[..] else { return Err(Error::GatherLocalRanks { local: self.ranks.len() }) };
-        self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
-        let send = self.driver.alloc(mine.len()).map_err(r.error(GpuStep::Alloc))?;
-        let recv = self.driver.alloc(mine.len() * self.nranks).map_err(r.error(GpuStep::Alloc))?;
-        // In the stream's order: the all-gather below reads the bytes, not what was there.
-        send.upload_on(&r.stream, mine).map_err(r.error(GpuStep::Upload))?;
-        // SAFETY: both buffers were just allocated on the rank's device with the sizes an
-        // all-gather of `mine.len()` bytes per rank needs; `download_on` waits for the stream
-        // before they are read or freed.
-        unsafe { r.comm.all_gather_raw(send.ptr(), recv.ptr(), mine.len(), DataType::INT8, r.stream.raw()) }
-            .map_err(collective)?;
-        let mut all = vec![0u8; mine.len() * self.nranks];
-        recv.download_on(&r.stream, &mut all).map_err(r.error(GpuStep::Download))?;
-        Ok(all)
+    /// nccl-tests' `completeColl`: waits for every stream, unless `-z` already did.
+    fn complete(&self, args: &Args) -> Result<(), Error> {
+        if args.blocking != 0 && args.agg <= 1 {
+            return Ok(());
+        }
+        self.synchronize()
     }
 
-    /// Warm-up, the timed loop, and the check run of one placement.
+    /// nccl-tests' `testStreamSynchronize`: polls every stream until its work is done, asking
+    /// NCCL for an asynchronous error meanwhile; either, or `-T` seconds passing, aborts every
+    /// communicator.
+    fn synchronize(&self) -> Result<(), Error> {
+        let start = Instant::now();
+        let mut done = vec![false; self.ranks.len()];
+        loop {
+            let mut idle = true;
+            for (i, r) in self.ranks.iter().enumerate() {
+                if done[i] {
+                    continue;
+                }
+                if r.stream.is_idle().map_err(r.error(GpuStep::Synchronize))? {
+                    done[i] = true;
+                    idle = false;
+                    continue;
+                }
+                let status = r.comm.async_error().map_err(collective)?;
+                if !status.is_success() && status != NcclResult::IN_PROGRESS {
+                    self.abort_all();
+                    return Err(Error::AsyncError { rank: r.global, code: format!("{status:?}") });
+                }
+                if self.timeout > 0 && start.elapsed().as_secs_f64() > f64::from(self.timeout) {
+                    self.abort_all();
+                    let host = super::launched::hostname();
+                    return Err(Error::TestTimeout { host, seconds: self.timeout, rank: r.global });
+                }
+            }
+            if done.iter().all(|&d| d) {
+                return Ok(());
+            }
+            if idle {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn abort_all(&self) {
+        for r in &self.ranks {
+            let _ = r.comm.abort_handle().abort();
+        }
+    }
+
+    /// A barrier across the job's processes (nccl-tests' `Barrier`, an MPI barrier): nothing
+    /// within one process, else an all-gather of one byte through NCCL, waited for.
+    fn barrier(&self) -> Result<(), Error> {
+        if self.processes > 1 {
+            self.gather(&[0])?;
+        }
+        Ok(())
+    }
+
+    /// `x` summed over the job's processes (this process's sum over its ranks in `x`).
+    fn sum_over_processes(&self, x: u64) -> Result<u64, Error> {
+        if self.processes == 1 {
+            return Ok(x);
+        }
+        let all = self.gather(&x.to_le_bytes())?;
+        Ok(all.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).sum())
+    }
+
+    /// Every rank's `mine` (all of the same length), in rank order (one local rank only):
+    /// [`gather_on`].
+    pub fn gather(&self, mine: &[u8]) -> Result<Vec<u8>, Error> {
+        let [r] = &self.ranks[..] else { return Err(Error::GatherLocalRanks { local: self.ranks.len() }) };
+        gather_on(self.driver, r.comm, r.device, self.nranks, mine)
+    }
+
+    /// nccl-tests' warm-up (`TimeTest`): `-w` operations out of place at every size from -b,
+    /// doubling, up to -e, once per type and op.
+    pub fn warm_up(&self, args: &Args, plan: &Plan, elem: Elem, op: Option<Op>) -> Result<(), Error> {
+        let (mut size, max) = (plan.sizes[0], *plan.sizes.last().expect("a sweep has sizes"));
+        while size <= max {
+            let l = plan.collective.layout(size / elem.size(), plan.nranks);
+            for iter in 0..args.warmup as usize {
+                self.start(args, plan.collective, &l, elem, op, plan.root, false, iter)?;
+            }
+            self.complete(args)?;
+            // nccl-tests doubles 0 for ever; once is enough.
+            match size.checked_mul(2) {
+                Some(next) if next > size => size = next,
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// nccl-tests' `BenchTime` for one placement: data written (when checking), one
+    /// operation waited for, a barrier, `-n` timed iterations of `-m` operations, then `-c`
+    /// check runs.
     pub fn measure(
         &self,
         args: &Args,
@@ -138,42 +266,109 @@ impl<'d, 'n> Ranks<'d, 'n> {
     ) -> Result<Measured, Error> {
         let c = plan.collective;
         let l = c.layout(size / elem.size(), plan.nranks);
-        if args.check == 1 {
-            // Defined data for the timed runs too (the check run re-initialises).
+        if args.check > 0 {
             self.initialise(plan, &l, elem, op, in_place)?;
         }
-        for _ in 0..args.warmup {
-            self.launch(c, &l, elem, op, plan.root, in_place)?;
-        }
-        self.synchronize()?;
+        self.start(args, c, &l, elem, op, plan.root, in_place, 0)?;
+        self.complete(args)?;
+        self.barrier()?;
+
+        let (iters, agg) = (args.iters as usize, args.agg as usize);
+        let paired = args.blocking == 3;
+        let events =
+            if args.per_iter == 1 { Some(self.events(if paired { 2 * iters } else { iters + 1 })?) } else { None };
+        let record = |at: usize| match &events {
+            Some(e) => self.record(e, at),
+            None => Ok(()),
+        };
+        let mut ops_only = 0.0f64;
         let start = Instant::now();
-        for _ in 0..args.iters {
-            if args.agg > 1 {
-                let g = self.nccl.group().map_err(collective)?;
-                for _ in 0..args.agg {
-                    self.launch(c, &l, elem, op, plan.root, in_place)?;
-                }
-                g.end().map_err(collective)?;
-            } else {
-                self.launch(c, &l, elem, op, plan.root, in_place)?;
+        for iter in 0..iters {
+            let t0 = start.elapsed().as_secs_f64();
+            let group = if agg > 1 { Some(self.nccl.group().map_err(collective)?) } else { None };
+            record(if paired { 2 * iter } else { iter })?;
+            for a in 0..agg {
+                self.start(args, c, &l, elem, op, plan.root, in_place, iter * agg + a)?;
             }
-            if args.blocking == 1 {
+            if let Some(g) = group {
+                g.end().map_err(collective)?;
+            }
+            if paired {
+                self.synchronize()?;
+                record(2 * iter + 1)?;
+                ops_only += start.elapsed().as_secs_f64() - t0;
+                self.barrier()?;
+            }
+        }
+        if !paired {
+            record(iters)?;
+        }
+        let n = (iters * agg) as f64;
+        let cpu = if paired { ops_only } else { start.elapsed().as_secs_f64() } / n;
+        self.complete(args)?;
+        let time = if paired { ops_only } else { start.elapsed().as_secs_f64() } / n;
+        let mut measured = Measured::new(time, cpu, None);
+        if let Some(events) = &events {
+            if args.blocking != 0 && agg <= 1 {
                 self.synchronize()?;
             }
+            measured.iterations = self.iteration_times(events, iters, agg, paired)?;
         }
-        let cpu = start.elapsed();
-        self.synchronize()?;
-        let time = start.elapsed();
-        let n = f64::from(args.iters) * f64::from(args.agg);
-        let wrong = if args.check == 1 && (!in_place || c.checks_in_place()) {
+
+        let checked = !in_place || c.checks_in_place();
+        let mut wrong = 0;
+        for _ in 0..args.check {
             self.initialise(plan, &l, elem, op, in_place)?;
-            self.launch(c, &l, elem, op, plan.root, in_place)?;
-            self.synchronize()?;
-            Some(self.count_wrong(plan, &l, elem, op, in_place)?)
-        } else {
-            None
-        };
-        Ok(Measured { time: time.as_secs_f64() / n, cpu: cpu.as_secs_f64() / n, algbw: 0.0, busbw: 0.0, wrong })
+            self.start(args, c, &l, elem, op, plan.root, in_place, 0)?;
+            self.complete(args)?;
+            wrong = self.sum_over_processes(self.count_wrong(plan, &l, elem, op, in_place)?)?;
+            if wrong > 0 {
+                break;
+            }
+        }
+        measured.wrong = (args.check > 0 && checked).then_some(wrong);
+        Ok(measured)
+    }
+
+    /// `count` timed events on each local rank's device.
+    fn events(&self, count: usize) -> Result<Vec<Vec<Event<'d>>>, Error> {
+        self.ranks
+            .iter()
+            .map(|r| {
+                self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
+                (0..count).map(|_| self.driver.timed_event().map_err(r.error(GpuStep::Events))).collect()
+            })
+            .collect()
+    }
+
+    fn record(&self, events: &[Vec<Event<'d>>], at: usize) -> Result<(), Error> {
+        for (r, e) in self.ranks.iter().zip(events) {
+            // SAFETY: the event was made on the rank's device, whose stream this is.
+            unsafe { e[at].record(r.stream.raw()) }.map_err(r.error(GpuStep::Events))?;
+        }
+        Ok(())
+    }
+
+    /// Each iteration's time per operation, the maximum over this process's GPUs
+    /// (src/common.cu:640-658, 850-860).
+    fn iteration_times(
+        &self,
+        events: &[Vec<Event<'d>>],
+        iters: usize,
+        agg: usize,
+        paired: bool,
+    ) -> Result<Vec<f64>, Error> {
+        let mut times = vec![0.0f64; iters];
+        for (r, e) in self.ranks.iter().zip(events) {
+            for (j, t) in times.iter_mut().enumerate() {
+                let (a, b) = if paired { (2 * j, 2 * j + 1) } else { (j, j + 1) };
+                let d = e[b].elapsed_since(&e[a]).map_err(r.error(GpuStep::Events))?;
+                // nccl-tests keeps milliseconds in a float and divides by -m there.
+                let ms = (d.as_secs_f64() * 1e3) as f32 / agg as f32;
+                *t = t.max(f64::from(ms) * 1e-3);
+            }
+        }
+        Ok(times)
     }
 
     /// Writes every rank's send data (into the receive buffer, in place) and fills the rest of
@@ -184,19 +379,20 @@ impl<'d, 'n> Ranks<'d, 'n> {
     fn initialise(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<(), Error> {
         let op = op.unwrap_or(Op::Sum);
         let size = elem.size();
+        let pad = self.unalign * size;
         for r in &self.ranks {
             self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
-            let mut recv = vec![0xa5u8; l.recv.max(l.send_offset * plan.nranks) * size];
-            let mut send = vec![0u8; l.send * size];
-            for (j, chunk) in send.chunks_exact_mut(size).enumerate() {
+            let mut recv = vec![0xa5u8; pad + l.recv.max(l.send_offset * plan.nranks) * size];
+            let mut send = vec![0u8; pad + l.send * size];
+            for (j, chunk) in send[pad..].chunks_exact_mut(size).enumerate() {
                 elem.encode(op.send_value(r.global, j), chunk);
             }
             if in_place {
-                let at = l.send_offset * r.global * size;
-                if recv.len() < at + send.len() {
-                    recv.resize(at + send.len(), 0xa5);
+                let at = pad + l.send_offset * r.global * size;
+                if recv.len() < at + send.len() - pad {
+                    recv.resize(at + send.len() - pad, 0xa5);
                 }
-                recv[at..at + send.len()].copy_from_slice(&send);
+                recv[at..at + send.len() - pad].copy_from_slice(&send[pad..]);
             } else {
                 r.send.upload_on(&r.stream, &send).map_err(r.error(GpuStep::Upload))?;
             }
@@ -205,19 +401,21 @@ impl<'d, 'n> Ranks<'d, 'n> {
         Ok(())
     }
 
+    /// Wrong elements over this process's ranks.
     fn count_wrong(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<u64, Error> {
         let c = plan.collective;
         let op = op.unwrap_or(Op::Sum);
         let size = elem.size();
+        let pad = self.unalign * size;
         let mut wrong = 0u64;
         for r in &self.ranks {
             let Some((offset, len)) = c.result_region(l, r.global, plan.root, in_place) else { continue };
             self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
-            let mut host = vec![0u8; (offset + len) * size];
+            let mut host = vec![0u8; pad + (offset + len) * size];
             r.recv.download_on(&r.stream, &mut host).map_err(r.error(GpuStep::Download))?;
             let send = |rank: usize, j: usize| op.send_value(rank, j);
             let reduce = |it: &mut dyn Iterator<Item = i64>| op.reduce(elem, it);
-            for (i, bytes) in host[offset * size..].chunks_exact(size).enumerate() {
+            for (i, bytes) in host[pad + offset * size..].chunks_exact(size).enumerate() {
                 let want = c.expected(l, r.global, plan.nranks, plan.root, i, &send, &reduce);
                 if !elem.matches(bytes, want) {
                     wrong += 1;
@@ -226,9 +424,30 @@ impl<'d, 'n> Ranks<'d, 'n> {
         }
         Ok(wrong)
     }
+
+    /// The send and receive pointers of one rank's operation: `-u` elements in, `shift` bytes
+    /// on, and in place at the layout's offsets into the receive buffer.
+    fn buffers(
+        &self,
+        r: &Rank<'_, '_>,
+        l: &Layout,
+        elem: Elem,
+        in_place: bool,
+        shift: usize,
+    ) -> (*mut c_void, *mut c_void) {
+        let skip = self.unalign * elem.size() + shift;
+        let base = r.recv.ptr().cast::<u8>().wrapping_add(skip);
+        if in_place {
+            let s = base.wrapping_add(l.send_offset * r.global * elem.size());
+            let d = base.wrapping_add(l.recv_offset * r.global * elem.size());
+            (s.cast(), d.cast())
+        } else {
+            (r.send.ptr().cast::<u8>().wrapping_add(skip).cast(), base.cast())
+        }
+    }
 }
 
-impl Rank<'_> {
+impl Rank<'_, '_> {
     /// The error of a CUDA `step` of this rank.
     fn error<E: Into<LibraryError>>(&self, step: GpuStep) -> impl Fn(E) -> Error {
         let (rank, device) = (self.global, self.device);
@@ -236,29 +455,80 @@ impl Rank<'_> {
     }
 }
 
+/// `-R`: the buffers registered with the communicator, locally (1) or as symmetric windows
+/// (2), as nccl-tests does at set-up (src/common.cu:1604-1616).
+fn register<'c>(
+    comm: &'c Communicator,
+    send: &DeviceMemory<'_>,
+    recv: &DeviceMemory<'_>,
+    bytes: usize,
+    how: u8,
+) -> Result<Vec<Registration<'c>>, LibraryError> {
+    let mut out = Vec::new();
+    for buf in [send, recv] {
+        // SAFETY: device memory of the communicator's GPU, `bytes` long, freed only after the
+        // registration ends (the registrations drop first).
+        let r = unsafe {
+            match how {
+                0 => continue,
+                1 => comm.register(buf.ptr(), bytes),
+                _ => comm.window_register(buf.ptr(), bytes, WIN_COLL_SYMMETRIC),
+            }
+        };
+        out.push(r.map_err(LibraryError::from)?);
+    }
+    Ok(out)
+}
+
+/// Every rank's `mine` (all of the same length), in rank order, through NCCL itself (an
+/// all-gather of bytes on a stream of its own, waited for): how ranks in separate processes
+/// share what they measured, under any launcher.
+pub fn gather_on(
+    driver: &Driver,
+    comm: &Communicator,
+    device: i32,
+    nranks: usize,
+    mine: &[u8],
+) -> Result<Vec<u8>, Error> {
+    let rank = comm.rank().map_or(0, |r| r as usize);
+    let gpu =
+        |step| move |source: nccl_trampoline::cuda::Error| Error::Gpu { rank, device, step, source: source.into() };
+    driver.activate(device).map_err(gpu(GpuStep::Activate))?;
+    let stream = driver.stream().map_err(gpu(GpuStep::Stream))?;
+    let send = driver.alloc(mine.len()).map_err(gpu(GpuStep::Alloc))?;
+    let recv = driver.alloc(mine.len() * nranks).map_err(gpu(GpuStep::Alloc))?;
+    // In the stream's order: the all-gather below reads the bytes, not what was there.
+    send.upload_on(&stream, mine).map_err(gpu(GpuStep::Upload))?;
+    // SAFETY: both buffers were just allocated on the rank's device with the sizes an
+    // all-gather of `mine.len()` bytes per rank needs; `download_on` waits for the stream
+    // before they are read or freed.
+    unsafe { comm.all_gather_raw(send.ptr(), recv.ptr(), mine.len(), DataType::INT8, stream.raw()) }
+        .map_err(collective)?;
+    let mut all = vec![0u8; mine.len() * nranks];
+    recv.download_on(&stream, &mut all).map_err(gpu(GpuStep::Download))?;
+    Ok(all)
+}
+
+/// The free memory of `device` (made current).
+pub fn free_memory(driver: &Driver, device: i32) -> Result<i64, nccl_trampoline::cuda::Error> {
+    driver.activate(device)?;
+    Ok(driver.memory_info()?.0 as i64)
+}
+
 /// The error of a collective or a group.
 fn collective(source: impl Into<LibraryError>) -> Error {
     Error::Collective { source: source.into() }
 }
 
-fn buffers(r: &Rank<'_>, l: &Layout, elem: Elem, in_place: bool) -> (*mut c_void, *mut c_void) {
-    let base = r.recv.ptr().cast::<u8>();
-    if in_place {
-        let s = base.wrapping_add(l.send_offset * r.global * elem.size());
-        let d = base.wrapping_add(l.recv_offset * r.global * elem.size());
-        (s.cast(), d.cast())
-    } else {
-        (r.send.ptr(), r.recv.ptr())
-    }
+/// The bytes one operation of layout `l` spans in a buffer.
+fn layout_bytes(l: &Layout, elem: Elem, nranks: usize) -> usize {
+    l.send.max(l.recv).max(l.send_offset * nranks + l.send) * elem.size()
 }
 
 /// The largest buffer any step needs on one rank.
 fn buffer_bytes(plan: &Plan) -> usize {
     plan.steps()
-        .map(|(e, _, s)| {
-            let l = plan.collective.layout(s / e.size(), plan.nranks);
-            l.send.max(l.recv).max(l.send_offset * plan.nranks + l.send) * e.size()
-        })
+        .map(|(e, _, s)| layout_bytes(&plan.collective.layout(s / e.size(), plan.nranks), e, plan.nranks))
         .max()
         .unwrap_or(0)
 }
