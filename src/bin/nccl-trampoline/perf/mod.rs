@@ -12,6 +12,7 @@
 //! the timing loop, `output.rs` what is printed; `collective.rs`, `data.rs` and `report.rs`
 //! the layouts, element types and formats of nccl-tests.
 
+pub mod alltoallv;
 pub mod collective;
 pub mod data;
 pub mod launched;

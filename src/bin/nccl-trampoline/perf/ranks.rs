@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use nccl_trampoline::nccl::{Communicator, DataType, Nccl, WatchdogConfig};
 
-use super::collective::{Collective, Layout};
-use super::data::{Elem, Op};
+use super::collective::{reduction_op, Collective, Layout};
+use super::data::{Elem, Op, TestData};
 use super::options::Args;
 use super::plan::Plan;
 use super::report::Measured;
@@ -72,6 +72,9 @@ impl<'d, 'n> Ranks<'d, 'n> {
         let group = if self.ranks.len() > 1 { Some(self.nccl.group().map_err(collective)?) } else { None };
         for r in &self.ranks {
             let (send, recv) = buffers(r, l, elem, in_place);
+            // mulsum: an op of this rank's for this call, destroyed when `custom` drops, after
+            // the call is enqueued or failed.
+            let (red_op, custom) = reduction_op(&r.comm, op, elem, r.global).map_err(collective)?;
             // SAFETY: both buffers were allocated for the largest size of the sweep, which
             // bounds every layout; they live until the world is dropped, after the streams
             // are synchronised.
@@ -84,7 +87,7 @@ impl<'d, 'n> Ranks<'d, 'n> {
                     recv,
                     l,
                     elem.nccl(),
-                    op.unwrap_or(Op::Sum).nccl(),
+                    red_op,
                     root as i32,
                     r.global,
                     self.nranks,
@@ -92,6 +95,7 @@ impl<'d, 'n> Ranks<'d, 'n> {
                 )
             }
             .map_err(collective)?;
+            drop(custom);
         }
         if let Some(g) = group {
             g.end().map_err(collective)?;
@@ -182,14 +186,14 @@ impl<'d, 'n> Ranks<'d, 'n> {
     /// bare `cuMemcpyHtoD` would land after the launch on this non-blocking stream:
     /// src/cuda/mod.rs, "What is synchronous").
     fn initialise(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<(), Error> {
-        let op = op.unwrap_or(Op::Sum);
+        let data = TestData::new(elem, op, plan.nranks);
         let size = elem.size();
         for r in &self.ranks {
             self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
             let mut recv = vec![0xa5u8; l.recv.max(l.send_offset * plan.nranks) * size];
             let mut send = vec![0u8; l.send * size];
             for (j, chunk) in send.chunks_exact_mut(size).enumerate() {
-                elem.encode(op.send_value(r.global, j), chunk);
+                elem.encode(data.send(r.global, j), chunk);
             }
             if in_place {
                 let at = l.send_offset * r.global * size;
@@ -207,7 +211,7 @@ impl<'d, 'n> Ranks<'d, 'n> {
 
     fn count_wrong(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<u64, Error> {
         let c = plan.collective;
-        let op = op.unwrap_or(Op::Sum);
+        let data = TestData::new(elem, op, plan.nranks);
         let size = elem.size();
         let mut wrong = 0u64;
         for r in &self.ranks {
@@ -215,8 +219,8 @@ impl<'d, 'n> Ranks<'d, 'n> {
             self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
             let mut host = vec![0u8; (offset + len) * size];
             r.recv.download_on(&r.stream, &mut host).map_err(r.error(GpuStep::Download))?;
-            let send = |rank: usize, j: usize| op.send_value(rank, j);
-            let reduce = |it: &mut dyn Iterator<Item = i64>| op.reduce(elem, it);
+            let send = |rank: usize, j: usize| data.contribution(rank, j);
+            let reduce = |it: &mut dyn Iterator<Item = i64>| data.reduce(it);
             for (i, bytes) in host[offset * size..].chunks_exact(size).enumerate() {
                 let want = c.expected(l, r.global, plan.nranks, plan.root, i, &send, &reduce);
                 if !elem.matches(bytes, want) {
@@ -252,12 +256,21 @@ fn buffers(r: &Rank<'_>, l: &Layout, elem: Elem, in_place: bool) -> (*mut c_void
     }
 }
 
-/// The largest buffer any step needs on one rank.
+/// The largest buffer any step needs on one rank: of its layout sized for the element
+/// ([`Collective::sized_layout`]) and, for alltoallv, of the 1-byte-element layout too (so
+/// that a step laid out by [`Collective::layout`] also fits).
 fn buffer_bytes(plan: &Plan) -> usize {
+    let c = plan.collective;
+    let bytes = |l: Layout, elem_size: usize| l.send.max(l.recv).max(l.send_offset * plan.nranks + l.send) * elem_size;
     plan.steps()
         .map(|(e, _, s)| {
-            let l = plan.collective.layout(s / e.size(), plan.nranks);
-            l.send.max(l.recv).max(l.send_offset * plan.nranks + l.send) * e.size()
+            let count = s / e.size();
+            let sized = bytes(c.sized_layout(count, e.size(), plan.nranks), e.size());
+            if c == Collective::AllToAllV {
+                sized.max(bytes(c.layout(count, plan.nranks), e.size()))
+            } else {
+                sized
+            }
         })
         .max()
         .unwrap_or(0)
