@@ -282,10 +282,14 @@ fn perf_rejects_bad_arguments_with_usage_status_2() {
         (vec!["perf", "all_reduce", "-b", "12Q"], "is not a size"),
         (vec!["perf", "all_reduce", "-d", "float7"], "unknown type `float7`"),
         (vec!["perf", "all_reduce", "-o", "mean"], "unknown op `mean`"),
-        (vec!["perf", "all_reduce", "-c", "2"], "-c"),
+        (vec!["perf", "all_reduce", "-z", "4"], "--blocking"),
+        (vec!["perf", "all_reduce", "-y", "1", "--library", l], "-y 1 is not supported: every rank runs on its own"),
+        (vec!["perf", "all_reduce", "-D", "1", "--library", l], "-D is not supported: device implementations"),
+        (vec!["perf", "all_reduce", "-I", "1", "-n", "2", "-K", "2", "--library", l], "-K 2 leaves no iteration"),
+        (vec!["perf", "all_reduce", "-x", "1", "-g", "2", "--library", l], "-x with -g > 1"),
         (vec!["perf", "all_reduce", "-t", "2"], "--nthreads"),
         (vec!["perf", "all_reduce", "-b", "1G", "-e", "8", "--library", l], "-e 8 is smaller than -b 1073741824"),
-        (vec!["perf", "all_reduce", "-G", "1", "--library", l], "CUDA graphs"),
+        (vec!["perf", "all_reduce", "-G", "1", "--library", l], "CUDA graph capture is not implemented"),
         (vec!["perf", "broadcast", "-g", "2", "-r", "2", "--library", l], "-r 2: there are only 2 ranks"),
         (vec!["perf", "all_reduce", "--procs", "2", "-g", "2", "--library", l], "-g must be 1"),
         // Each of these panicked before.
@@ -411,21 +415,31 @@ fn perf_prints_nccl_tests_table_on_the_stand_in() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].starts_with(
-        "# nccl-trampoline perf all_reduce: nProcs 1 nGpus 2 minBytes 8 maxBytes 1024 step: 4(factor) warmup iters: 1 iters: 3"
-    ));
-    assert!(out.contains("#  Rank  1 Pid") && out.contains("device  1 [0000:02:00.0] Stand-in GPU 1"), "{out}");
+    // nccl-tests 2.19.6's preamble, line for line (src/util.cu:623-640).
+    assert_eq!(lines[0], "# nccl-tests version 2.19.6 nccl-headers=23203 nccl-library=23203");
+    assert_eq!(lines[1], "# Collective test starting: all_reduce_perf");
+    assert_eq!(
+        lines[2],
+        "# nThread 1 nGpus 2 minBytes 8 maxBytes 1024 step: 4(factor) warmup iters: 1 iters: 3 agg iters: 1 validation: 1 graph: 0 unalign: 0"
+    );
+    assert_eq!((lines[3], lines[4]), ("#", "# Using devices"));
+    assert!(
+        lines[6].starts_with("#  Rank  1 Group  0 Pid ") && lines[6].ends_with("device  1 [0000:02:00] Stand-in GPU 1")
+    );
     let header = lines.iter().position(|l| l.contains("#wrong")).expect("column names");
     assert_eq!(
         lines[header],
-        "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong"
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong "
     );
-    // 8, 32, 128, 512 bytes for each of the five reductions, every element right.
+    assert_eq!(lines[lines.len() - 2..], ["#", ""], "{out}");
+    assert!(out.contains("\n# Collective test concluded: all_reduce_perf\n#\n\n"), "{out}");
+    // 8, 32, 128, 512 bytes for each of the six reductions of 2.32 (mulsum from 2.11), every
+    // element right.
     let rows = rows(&out);
-    assert_eq!(rows.len(), 20, "{out}");
+    assert_eq!(rows.len(), 24, "{out}");
     for (i, r) in rows.iter().enumerate() {
         let size = [8, 32, 128, 512][i % 4];
-        let op = ["sum", "prod", "max", "min", "avg"][i / 4];
+        let op = ["sum", "prod", "max", "min", "avg", "mulsum"][i / 4];
         assert_eq!(r.len(), 13, "{r:?}");
         assert_eq!(
             (r[0].as_str(), r[2].as_str(), r[3].as_str(), r[4].as_str()),
@@ -505,44 +519,165 @@ fn perf_reports_wrong_elements_and_fails() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    // One spoiled element per rank and placement.
+    // One spoiled element per rank and placement; nccl-tests counts the placements that failed.
     let r = &rows(&out)[0];
     assert_eq!((r[8].as_str(), r[12].as_str()), ("3", "3"), "{out}");
-    assert!(out.contains("# Out of bounds values : 6 FAILED"), "{out}");
+    assert!(out.contains("# Out of bounds values : 2 FAILED"), "{out}");
 }
 
+/// The `-J` document field for field as nccl-tests 2.19.6 writes it (src/util.cu), read with
+/// the expectations of nccl-tests' own tools/analyze_perf_json.py (the keys it reads and the
+/// types it needs: numbers for the per-iteration statistics, lists of numbers for the times).
 #[test]
-fn perf_json_and_cputime_modes() {
+fn perf_json_is_nccl_tests_version_3() {
     let dir = common::work_dir("cli-perf-json");
     let file = dir.join("out.json");
-    let o = perf(
-        &["all_gather", "-b", "64", "-e", "256", "-f", "2", "-g", "2", "--json", "-J", file.to_str().unwrap()],
-        &[],
-    );
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(dir.join("out.json.0"));
+    let args = ["all_gather", "-b", "64", "-e", "256", "-f", "2", "-g", "2", "-n", "4", "-I", "1", "-K", "1"];
+    let mut with_file = args.to_vec();
+    with_file.extend(["-J", file.to_str().unwrap()]);
+    let o = perf(&with_file, &[("NCCL_TRAMPOLINE_SECRET", "hunter2")]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
-    let doc: serde_json::Value = serde_json::from_str(&out).expect("stdout is one JSON document");
-    assert_eq!(doc, serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&file).unwrap()).unwrap());
-    assert_eq!(doc["collective"], "all_gather");
-    assert_eq!(doc["nranks"], 2);
-    assert_eq!(doc["devices"][1]["name"], "Stand-in GPU 1");
+    assert_eq!(out.lines().next(), Some(&*format!("# Writing JSON output to {}", file.display())));
+    let raw = std::fs::read_to_string(&file).unwrap();
+    assert!(!raw.contains('\n') && !raw.contains(": "), "one line, no spaces: {raw}");
+    assert!(!raw.contains("hunter2"), "a secret in the environment list");
+    let doc: serde_json::Value = serde_json::from_str(&raw).expect("one JSON document");
+    let keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut want = vec![
+        "version",
+        "start_time",
+        "args",
+        "env",
+        "nccl_version",
+        "config",
+        "results",
+        "out_of_bounds",
+        "average_bus_bandwidth",
+        "errors",
+        "end_time",
+    ];
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(sorted, want);
+    assert_eq!(doc["version"], 3);
+    assert_eq!(doc["nccl_version"], 23203);
+    assert!(doc["args"].as_array().unwrap().iter().any(|a| a == "all_gather"));
+    let c = &doc["config"];
+    assert_eq!(
+        (c["nthreads"].as_i64(), c["ngpus"].as_i64(), c["minimum_bytes"].as_i64()),
+        (Some(1), Some(2), Some(64))
+    );
+    assert_eq!(
+        (c["step_factor"].as_i64(), c["iterations"].as_i64(), c["validation"].as_i64()),
+        (Some(2), Some(4), Some(1))
+    );
+    // Booleans are the strings "true"/"false" in nccl-tests' writer.
+    assert_eq!((c["per_iter_timing"].as_str(), c["blocking_collectives"].as_str()), (Some("true"), Some("false")));
+    assert_eq!(c["per_iter_skip"], 1);
+    // One device entry per process, its first rank (nccl-tests parses one line per process).
+    assert_eq!(c["devices"].as_array().unwrap().len(), 1);
+    assert_eq!(c["devices"][0]["device_info"], "Stand-in GPU 0");
+    assert_eq!(c["devices"][0]["device_hex"], "0000:01:00");
     let results = doc["results"].as_array().unwrap();
     assert_eq!(results.len(), 3);
     for (r, size) in results.iter().zip([64, 128, 256]) {
         assert_eq!(r["size"], size);
         assert_eq!(r["count"], size / 4 / 2, "all-gather counts per rank");
-        assert_eq!(r["redop"], "none");
+        assert_eq!(
+            (r["type"].as_str(), r["redop"].as_str(), r["root"].as_str()),
+            (Some("float"), Some("none"), Some("    -1"))
+        );
+        assert_eq!((r["actual_iterations"].as_i64(), r["experiment_name"].as_str()), (Some(4), Some("")));
         for p in ["out_of_place", "in_place"] {
-            assert_eq!(r[p]["wrong"], 0);
-            assert!(r[p]["time_us"].as_f64().unwrap() > 0.0 && r[p]["cpu_us"].as_f64().unwrap() > 0.0);
-            assert!(r[p]["busbw"].as_f64().unwrap() <= r[p]["algbw"].as_f64().unwrap());
+            assert_eq!(r[p]["nwrong"].as_f64(), Some(0.0));
+            assert!(r[p]["time"].as_f64().unwrap() > 0.0);
+            assert!(r[p]["bus_bw"].as_f64().unwrap() <= r[p]["alg_bw"].as_f64().unwrap());
+            // What analyze_perf_json.py reads of each placement's statistics.
+            let it = &r[format!("{p}_per_iter")];
+            assert_eq!(it["skipped_iterations"], 1);
+            for k in ["min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct"] {
+                assert!(it[k].as_f64().is_some(), "{p}_per_iter.{k}: {it}");
+            }
+            let times: Vec<f64> = it["times_us"].as_array().unwrap().iter().map(|t| t.as_f64().unwrap()).collect();
+            assert_eq!(times.len(), 4);
+            let max = times[1..].iter().cloned().fold(0.0, f64::max);
+            assert!((it["max_us"].as_f64().unwrap() - max).abs() < 1e-6, "i_max over the iterations after -K");
+            assert!(it.get("per_process_max_times_us").is_none(), "one process: no per-process rows");
         }
     }
-    assert_eq!(doc["wrong"], 0);
+    assert_eq!(doc["out_of_bounds"], serde_json::json!({"count": 0, "okay": "true"}));
+    assert_eq!(doc["average_bus_bandwidth"]["okay"], "unchecked");
+    assert_eq!(doc["errors"], serde_json::json!([""]));
+    // A second run keeps the first file and writes FILE.0, as nccl-tests' fopen("wx") loop.
+    let o = perf(&with_file, &[]);
+    assert!(o.status.success());
+    assert!(text(&o).0.starts_with(&format!("# Writing JSON output to {}.0\n", file.display())));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), raw);
+    // --json: the same document on stdout instead of the table.
+    let mut json = args.to_vec();
+    json.push("--json");
+    let o = perf(&json, &[]);
+    let out = text(&o).0;
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("stdout is one JSON document");
+    assert_eq!(doc["results"].as_array().unwrap().len(), 3);
+    // The per-iteration columns in the table.
+    let o = perf(&args, &[]);
+    let out = text(&o).0;
+    assert!(out.contains("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 1 iterations \n"));
+    assert!(out.contains("  i_min    i_max    i_p99    i_cv%"), "{out}");
+    assert!(rows(&out).iter().all(|r| r.len() == 21), "{out}");
 
     let o = perf(&["all_reduce", "-b", "8", "-e", "8", "-g", "2", "-C", "1"], &[]);
     let (out, _) = text(&o);
     assert!(out.contains("  cputime   algbw") && !out.contains("     time   algbw"), "{out}");
+}
+
+/// The options of nccl-tests that change how a sweep runs, on the stand-ins: each still
+/// checks every element.
+#[test]
+fn perf_runs_every_nccl_tests_mode_on_the_stand_in() {
+    for (extra, rows_expected) in [
+        (&["-z", "1"][..], 2),
+        (&["-z", "2", "-m", "3"], 2),
+        (&["-z", "3", "-I", "1"], 2),
+        (&["-N", "3"], 6),
+        (&["-c", "3"], 2),
+        (&["-u", "3", "-d", "double"], 2),
+        (&["-S", "1"], 2),
+        (&["-R", "1"], 2),
+        (&["-M", "1"], 2),
+        (&["-o", "mulsum", "-d", "int32"], 2),
+        (&["-p", "1", "-a", "3"], 2),
+    ] {
+        let mut a = vec!["all_reduce", "-b", "64", "-e", "128", "-f", "2", "-g", "2", "-n", "3", "-w", "1"];
+        a.extend_from_slice(extra);
+        let o = perf(&a, &[]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{a:?}\n{out}\n{err}");
+        let rows = rows(&out);
+        assert_eq!(rows.len(), rows_expected, "{a:?}\n{out}");
+        // With -I each placement has four more columns.
+        let in_place = if a.contains(&"-I") { 16 } else { 12 };
+        assert!(rows.iter().all(|r| r[8] == "0" && r[in_place] == "0"), "{a:?}\n{out}");
+        if extra[0] == "-S" {
+            assert!(out.contains("#wrong           timestamp\n"), "{out}");
+            assert!(rows.iter().all(|r| r.len() == 15 && r[13].len() == 10 && r[14].len() == 8), "{out}");
+        }
+        if extra[0] == "-M" {
+            assert!(out.contains("# GPU memory usage     : Initialization "), "{out}");
+        }
+        if extra[0] == "-z" && extra[1] == "3" {
+            assert!(out.contains("time excludes barrier"), "{out}");
+        }
+    }
+    // NCCL_TESTS_MIN_BW: the stand-in's bandwidth is far below 1e6 GB/s.
+    let o = perf(&["all_reduce", "-b", "64", "-e", "64", "-n", "1"], &[("NCCL_TESTS_MIN_BW", "1000000")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).0.contains(" FAILED\n#\n# Collective test concluded"), "{:?}", text(&o));
 }
 
 #[test]
@@ -559,9 +694,9 @@ fn perf_procs_starts_one_rank_per_process_and_rank_0_prints_the_table() {
     let o = perf(&["all_reduce", "-b", "8", "-e", "64", "-f", "2", "--procs", "2", "-n", "2"], &[]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
-    assert!(out.contains("nProcs 2 nGpus 1"), "{out}");
+    assert!(out.contains("# nThread 1 nGpus 1 "), "{out}");
     let pids: std::collections::BTreeSet<&str> =
-        out.lines().filter(|l| l.starts_with("#  Rank")).map(|l| l.split_whitespace().nth(4).unwrap()).collect();
+        out.lines().filter(|l| l.starts_with("#  Rank")).map(|l| l.split_whitespace().nth(6).unwrap()).collect();
     assert_eq!(pids.len(), 2, "each rank is its own process:\n{out}");
     let rows = rows(&out);
     assert_eq!(rows.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["8", "16", "32", "64"], "one table:\n{out}");
@@ -629,7 +764,7 @@ fn perf_under_torchrun_variables_is_one_rank_per_process() {
         let (out, err) = text(o);
         assert!(o.status.success(), "rank {r}:\n{out}\n{err}");
         if r == 0 {
-            assert!(out.contains("nProcs 3 nGpus 1"), "{out}");
+            assert_eq!(out.lines().filter(|l| l.starts_with("#  Rank")).count(), 3, "{out}");
             let rows = rows(&out);
             assert_eq!(rows.len(), 3, "{out}");
             assert!(rows.iter().all(|row| row[4] == "1" && row[8] == "0" && row[12] == "0"), "{out}");
@@ -710,7 +845,11 @@ fn perf_ranks_all_fail_when_any_rank_sees_a_wrong_element() {
         assert_eq!(o.status.code(), Some(1), "rank {r}: {:?}", text(o));
     }
     let (out, _) = text(&outs[0]);
-    assert!(out.contains("# Out of bounds values : 4 FAILED"), "{out}");
+    // Both placements failed (the #wrong columns count each rank's spoiled elements).
+    assert!(out.contains("# Out of bounds values : 2 FAILED"), "{out}");
+    let r = &rows(&out)[0];
+    assert_eq!((r[8].as_str(), r[12].as_str()), ("2", "2"), "{out}");
+    // Every rank agreed on each check (nccl-tests: an allreduce of the count).
 }
 
 /// A launcher's world of one is a launched job of one rank, not "no launcher": one rank, the
@@ -725,7 +864,7 @@ fn perf_under_a_launcher_with_a_world_of_one_runs_one_rank() {
         let o = perf(&args, &env);
         let (out, err) = text(&o);
         assert!(o.status.success(), "{env:?}\n{out}\n{err}");
-        assert!(out.contains("nProcs 1 nGpus 1") && out.contains("#  Rank  0 Pid"), "{out}");
+        assert!(out.contains("# nThread 1 nGpus 1 ") && out.contains("#  Rank  0 Group  0 Pid"), "{out}");
         assert_eq!(rows(&out).len(), 4, "{out}");
         assert!(rows(&out).iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
         let o = perf(&["all_reduce", "--procs", "2"], &env);

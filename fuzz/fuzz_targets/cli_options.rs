@@ -24,6 +24,7 @@ mod error;
 #[allow(dead_code)]
 #[path = "../../src/bin/nccl-trampoline/perf"]
 mod perf {
+    pub mod alltoallv;
     pub mod collective;
     pub mod data;
     pub mod options;
@@ -39,7 +40,8 @@ use perf::report::Measured;
 const WORDS: &[&str] = &[
     "perf", "doctor", "selftest", "probe", "all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter",
     "alltoall", "gather", "scatter", "sendrecv", "-b", "-e", "-i", "-f", "-g", "-t", "-n", "-w", "-m", "-c", "-o",
-    "-d", "-r", "-z", "-a", "-C", "-G", "-J", "--json", "--procs", "--library", "--watchdog", "--procs-rank",
+    "-d", "-r", "-z", "-a", "-C", "-G", "-J", "-N", "-p", "-y", "-T", "-S", "-R", "-x", "-D", "-V", "-M", "-u", "-I", "-K",
+    "alltoallv", "mulsum", "f8e4m3", "f8e5m2", "3", "--json", "--procs", "--library", "--watchdog", "--procs-rank",
     "--no-gpu", "--count", "--help", "--version", "all", "float", "int8", "double", "bfloat16", "sum", "avg", "0",
     "1", "2", "8", "1K", "1M", "1G", "1T", "256T", "257T", "18446744073709551615", "1e300", "1e-9", "inf", "NaN",
 ];
@@ -50,7 +52,7 @@ fn steps_compute(plan: &Plan) {
     let (first, last) = (plan.sizes.first().copied(), plan.sizes.last().copied());
     for &(elem, op) in &plan.cases {
         for size in [first, last].into_iter().flatten() {
-            let l = plan.collective.layout(size / elem.size(), plan.nranks);
+            let l = plan.collective.sized_layout(size / elem.size(), elem.size(), plan.nranks);
             let bytes = l
                 .send_offset
                 .checked_mul(plan.nranks)
@@ -58,8 +60,8 @@ fn steps_compute(plan: &Plan) {
                 .map(|b| b.max(l.send).max(l.recv))
                 .and_then(|b| b.checked_mul(elem.size()));
             assert!(bytes.is_some(), "buffer length overflows for {size} bytes on {} ranks", plan.nranks);
-            let m = Measured { time: 1e-6, cpu: 0.0, algbw: 0.0, busbw: 0.0, wrong: None };
-            let row = plan.row(elem, op, size, m, m);
+            let m = Measured::new(1e-6, 0.0, None);
+            let row = plan.row(elem, op, size, m.clone(), m);
             assert!(row.size <= size, "row of {} bytes for a size of {size}", row.size);
         }
     }
@@ -102,8 +104,10 @@ fn run(data: &[u8]) -> Result<()> {
     let n = u.len().min(32);
     let text = String::from_utf8_lossy(u.bytes(n)?).into_owned();
     if let Ok(n) = perf::options::parse_size(&text) {
-        let digits = text.trim().trim_end_matches(|c: char| "KkMmGgTt".contains(c));
-        assert!(digits.parse::<u64>().is_ok_and(|d| d <= n), "{text:?} -> {n}");
+        // A size is at least its number (suffixes multiply, fractions of a byte are dropped).
+        let number: String = text.trim().chars().take_while(|c| c.is_ascii_digit() || ".+eE-".contains(*c)).collect();
+        let value = number.trim_start_matches('+').parse::<f64>().unwrap_or(f64::NAN);
+        assert!(value.is_finite() && value.floor() <= n as f64 * (1.0 + 1e-12) + 1.0, "{text:?} -> {n}");
     }
     if let Ok(d) = perf::options::parse_seconds(&text) {
         assert!(!d.is_zero(), "{text:?} -> {d:?}");

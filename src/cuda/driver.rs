@@ -55,6 +55,7 @@ crate::foreign_functions! {
         event_destroy: EventDestroy = "cuEventDestroy_v2" (event: *mut c_void) -> i32;
         event_elapsed_time: EventElapsedTime = "cuEventElapsedTime" (ms: *mut f32, start: *mut c_void, end: *mut c_void) -> i32;
         mem_get_info: MemGetInfo = "cuMemGetInfo_v2" (free: *mut usize, total: *mut usize) -> i32;
+        device_get_attribute: DeviceGetAttribute = "cuDeviceGetAttribute" (value: *mut i32, attribute: i32, device: i32) -> i32;
         pointer_get_attribute: PointerGetAttribute = "cuPointerGetAttribute" (data: *mut c_void, attribute: i32, ptr: u64) -> i32;
         get_error_string: GetErrorString = "cuGetErrorString" (code: i32, text: *mut *const c_char) -> i32;
     }
@@ -199,6 +200,21 @@ impl Driver {
             self.check("cuDeviceGetPCIBusId", self.fns.device_get_pci_bus_id(bus.as_mut_ptr(), bus.len() as i32, dev))?;
         }
         Ok(DeviceInfo { ordinal, name: c_text(&name), memory: memory as u64, pci_bus_id: c_text(&bus) })
+    }
+
+    /// Device `ordinal`'s compute capability, (major, minor): (9, 0) for an H100 or H200.
+    pub fn compute_capability(&self, ordinal: i32) -> Result<(i32, i32), Error> {
+        // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR (cuda.h).
+        const MAJOR: i32 = 75;
+        const MINOR: i32 = 76;
+        let dev = self.device(ordinal)?;
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: the out-pointers are live.
+        unsafe {
+            self.check("cuDeviceGetAttribute", self.fns.device_get_attribute(&mut major, MAJOR, dev))?;
+            self.check("cuDeviceGetAttribute", self.fns.device_get_attribute(&mut minor, MINOR, dev))?;
+        }
+        Ok((major, minor))
     }
 
     /// Makes device `ordinal`'s primary context (NCCL's and the runtime's) current on this

@@ -120,6 +120,7 @@ typedef struct ncclComm {
     void *hung[MAX_HUNG];      /* streams holding this communicator's hung kernels */
     int nhung;
     struct fake_shm *shm;      /* peers in other processes (fake_nccl_shm.c) */
+    double premul;             /* the scalar of the PreMulSum op made last (one live at a time) */
 } *ncclComm_t;
 
 /* ---- recording and controls ---------------------------------------------------------------- */
@@ -550,11 +551,11 @@ const char *ncclGetErrorString(ncclResult_t code) {
  * its stream: the stand-in CUDA driver first lands the device-memory writes that kernel is
  * ordered after, and only those (fake_cuda_kernel in tests/c/fake_cuda.c). Types: the integer ones,
  * float32 and float64 (others fail with ncclInvalidArgument). FAKE_NCCL_CORRUPT=1 spoils the
- * first element of every result. A communicator of ncclCommInitRank with ranks in other
+ * first element of every result of a type other than int8. A communicator of ncclCommInitRank with ranks in other
  * processes meets them in shared memory (fake_nccl_shm.c).
  */
 enum kind { K_ALLREDUCE, K_REDUCESCATTER, K_BROADCAST, K_REDUCE, K_ALLGATHER };
-struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; struct fake_shm *shm; cudaStream_t stream; int device; };
+struct op { enum kind kind; const char *s; char *d; size_t n; int type, op, root, nranks; struct fake_shm *shm; cudaStream_t stream; int device; double scale; };
 static struct op queue[256];
 static int queued;
 /* Communicators with work in the open group (ncclGroupCommHead), for non-blocking group ends. */
@@ -590,12 +591,14 @@ static void store(char *p, int t, double v) {
     default: *(double *)p = v;
     }
 }
-/* The reduction of column `i` of the nr inputs of `len` elements each in `in`. */
-static double column(const char *in, size_t len, size_t i, int nr, int t, int op) {
+/* The reduction of column `i` of the nr inputs of `len` elements each in `in`; a PreMulSum op
+ * (ids from ncclNumOps = 5) multiplies each rank's input by that rank's scalar, q[k].scale
+ * (NCCL: sum(scalar * x), src/enqueue.cc and the device reduction's FuncPreMulSum). */
+static double column(const char *in, size_t len, size_t i, int nr, int t, int op, const struct op *q) {
     size_t es = type_size(t);
-    double v = load(in + i * es, t);
+    double v = load(in + i * es, t) * (op >= 5 ? q[0].scale : 1.0);
     for (int k = 1; k < nr; k++) {
-        double w = load(in + ((size_t)k * len + i) * es, t);
+        double w = load(in + ((size_t)k * len + i) * es, t) * (op >= 5 ? q[k].scale : 1.0);
         v = op == 1 ? v * w : op == 2 ? (w > v ? w : v) : op == 3 ? (w < v ? w : v) : v + w;
     }
     if (op == 4) v = (t == 7 || t == 8) ? v / nr : (double)((int64_t)v / nr);
@@ -615,10 +618,10 @@ static void run_collective(const struct op *q) {
         case K_ALLREDUCE:
         case K_REDUCE:
             if (o->kind == K_REDUCE && r != o->root) break;
-            for (size_t i = 0; i < n; i++) store(o->d + i * es, t, column(in, len, i, nr, t, o->op));
+            for (size_t i = 0; i < n; i++) store(o->d + i * es, t, column(in, len, i, nr, t, o->op, q));
             break;
         case K_REDUCESCATTER:
-            for (size_t i = 0; i < n; i++) store(o->d + i * es, t, column(in, len, (size_t)r * n + i, nr, t, o->op));
+            for (size_t i = 0; i < n; i++) store(o->d + i * es, t, column(in, len, (size_t)r * n + i, nr, t, o->op, q));
             break;
         case K_BROADCAST:
             memcpy(o->d, in + (size_t)o->root * len * es, n * es);
@@ -628,7 +631,8 @@ static void run_collective(const struct op *q) {
             break;
         }
         int has_result = !(o->kind == K_REDUCE && r != o->root);
-        if (has_result && n && env_on("FAKE_NCCL_CORRUPT")) store(o->d, t, load(o->d, t) + 1);
+        /* Not int8: perf's own exchanges between ranks (counts, times) travel as bytes. */
+        if (has_result && n && t != 0 && env_on("FAKE_NCCL_CORRUPT")) store(o->d, t, load(o->d, t) + 1);
     }
     free(in);
 }
@@ -696,7 +700,7 @@ static ncclResult_t execute(enum kind k, const void *s, void *d, size_t n, int t
         strcpy(last_error, "type or queue length not executed by the stand-in");
         return ncclInvalidArgument;
     }
-    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks, c->shm, st, c->device};
+    queue[queued++] = (struct op){k, s, d, n, t, op, root, c->nranks, c->shm, st, c->device, op >= 5 ? c->premul : 1.0};
     return group_depth == 0 ? run_queue() : ncclSuccess;
 }
 
@@ -815,6 +819,8 @@ ncclResult_t ncclRecv(void *d, size_t n, ncclDataType_t t, int peer, ncclComm_t 
 #if AT_LEAST(21104)
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t t, ncclScalarResidence_t res, ncclComm_t c) {
     name("ncclRedOpCreatePreMulSum"); put(scalar, 8); ARG(t); ARG(res); ARG(live(c)->rank);
+    /* A host-immediate scalar of the op's type, read now (ncclScalarHostImmediate). */
+    if (res == 1 && type_size(t)) c->premul = load(scalar, t);
     *op = (ncclRedOp_t)5;
     return result();
 }
@@ -833,8 +839,11 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId c
     size_t size = config->size;
     ARG(size);
     put(config, size);
+    ncclResult_t r = init(comm, nranks, rank, config_blocking(config), 1);
+    /* Ranks of other processes meet as in ncclCommInitRank (a blocking creation only). */
+    if (r == ncclSuccess) r = join_peers(comm, commId.internal);
     memset(&commId, 0xA5, sizeof commId);
-    return init(comm, nranks, rank, config_blocking(config), 1);
+    return r;
 }
 
 /* ncclCommFinalize (src/init.cc:2783-2822): flushes the communicator's work. */

@@ -289,10 +289,10 @@ pub enum Usage {
     #[error("`{0}` seconds is not a duration between 1 ns and 2^64 s")]
     SecondsOutOfRange(String),
     /// `-d`.
-    #[error("unknown type `{0}` (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, all)")]
+    #[error("unknown type `{0}` (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2, all)")]
     UnknownType(String),
     /// `-o`.
-    #[error("unknown op `{0}` (sum, prod, max, min, avg, all)")]
+    #[error("unknown op `{0}` (sum, prod, max, min, avg, mulsum, all)")]
     UnknownOp(String),
     /// An option of nccl-tests that `perf` cannot honour, and why.
     #[error("{option} is not supported: {why}")]
@@ -387,4 +387,18 @@ pub enum Usage {
         /// Ranks it started.
         size: u32,
     },
+    /// `-d` or `-o` naming a type or op the loaded NCCL does not have.
+    #[allow(dead_code)] // Until plan.rs calls perf::data::check_supported.
+    #[error("{what} needs NCCL {needs} or newer, the loaded library is {loaded}")]
+    NeedsNewerNccl {
+        /// The option and its value (`-d f8e4m3`).
+        what: String,
+        /// The first version that has it.
+        needs: &'static str,
+        /// The loaded library's version.
+        loaded: String,
+    },
+    /// alltoallv's variables or matrix file.
+    #[error(transparent)]
+    Alltoallv(#[from] crate::perf::alltoallv::AlltoallvError),
 }

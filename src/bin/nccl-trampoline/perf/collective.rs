@@ -3,10 +3,14 @@
 //! rank must hold.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use clap::ValueEnum;
 use nccl_trampoline::nccl::Error;
-use nccl_trampoline::nccl::{Communicator, DataType, Nccl, RedOp};
+use nccl_trampoline::nccl::{Communicator, CustomRedOp, DataType, Nccl, NcclScalar, RedOp};
+
+use super::alltoallv::{self, Pattern, PeerCounts};
+use super::data::{premul_scalar, Elem, Op};
 
 /// A collective, named as nccl-tests' binaries are (`all_reduce` for `all_reduce_perf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -23,6 +27,9 @@ pub enum Collective {
     ReduceScatter,
     #[value(name = "alltoall", alias = "all_to_all", alias = "alltoall_perf")]
     AllToAll,
+    /// All-to-all with a different count per pair of ranks (`alltoallv.rs`).
+    #[value(name = "alltoallv", alias = "alltoallv_perf")]
+    AllToAllV,
     #[value(name = "gather", alias = "gather_perf")]
     Gather,
     #[value(name = "scatter", alias = "scatter_perf")]
@@ -32,7 +39,7 @@ pub enum Collective {
 }
 
 /// Element counts per rank for one size, in elements (nccl-tests' `getCollByteCount`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// Elements in the send buffer.
     pub send: usize,
@@ -44,6 +51,9 @@ pub struct Layout {
     pub send_offset: usize,
     /// In place, the result starts `recv_offset * rank` elements into the receive buffer.
     pub recv_offset: usize,
+    /// Every rank's count for every peer, where they differ (alltoallv); `send` and `recv`
+    /// are then the largest rank's totals. `None`: `param` per peer.
+    pub peers: Option<Arc<PeerCounts>>,
 }
 
 impl Collective {
@@ -56,6 +66,7 @@ impl Collective {
             Collective::Reduce => "reduce",
             Collective::ReduceScatter => "reduce_scatter",
             Collective::AllToAll => "alltoall",
+            Collective::AllToAllV => "alltoallv",
             Collective::Gather => "gather",
             Collective::Scatter => "scatter",
             Collective::SendRecv => "sendrecv",
@@ -74,15 +85,26 @@ impl Collective {
 
     /// Whether an in-place result is defined and checked. In-place all-to-all is not checked
     /// (as in nccl-tests); in-place send/receive has no defined result (each rank's buffer is
-    /// read by one peer while another peer writes it).
+    /// read by one peer while another peer writes it). In-place alltoallv runs (the same
+    /// buffer to send from and receive into) and is not checked, as in nccl-tests
+    /// (alltoallv.cu:474-475, `reportErrors = in_place ? 0 : 1`).
     pub fn checks_in_place(self) -> bool {
-        !matches!(self, Collective::AllToAll | Collective::SendRecv)
+        !matches!(self, Collective::AllToAll | Collective::AllToAllV | Collective::SendRecv)
     }
 
-    /// The layout for `count = bytes / element size` elements on `nranks` ranks.
-    pub fn layout(self, count: usize, nranks: usize) -> Layout {
+    /// The layout for `count = bytes / elem_size` elements of `elem_size` bytes on `nranks`
+    /// ranks. alltoallv's traffic is this process's [`alltoallv::pattern`] (a plan checks it
+    /// first; should it be unusable, the default generated pattern).
+    pub fn sized_layout(self, count: usize, elem_size: usize, nranks: usize) -> Layout {
         let base = count / nranks;
-        let l = |send, recv, param, send_offset, recv_offset| Layout { send, recv, param, send_offset, recv_offset };
+        let l = |send, recv, param, send_offset, recv_offset| Layout {
+            send,
+            recv,
+            param,
+            send_offset,
+            recv_offset,
+            peers: None,
+        };
         match self {
             Collective::AllReduce | Collective::Broadcast | Collective::Reduce | Collective::SendRecv => {
                 l(count, count, count, 0, 0)
@@ -90,6 +112,10 @@ impl Collective {
             Collective::AllGather | Collective::Gather => l(base, base * nranks, base, base, 0),
             Collective::ReduceScatter | Collective::Scatter => l(base * nranks, base, base, 0, base),
             Collective::AllToAll => l(base * nranks, base * nranks, base, 0, 0),
+            Collective::AllToAllV => {
+                let default = Pattern::default();
+                alltoallv_layout(alltoallv::pattern().as_ref().unwrap_or(&default), count, elem_size, nranks)
+            }
         }
     }
 
@@ -105,6 +131,11 @@ impl Collective {
             | Collective::AllToAll
             | Collective::Gather
             | Collective::Scatter => (param * size * nranks, (n - 1.0) / n),
+            Collective::AllToAllV => {
+                let default = Pattern::default();
+                let pattern = alltoallv::pattern().as_ref().unwrap_or(&default);
+                (alltoallv_bytes(pattern, param, size, nranks), (n - 1.0) / n)
+            }
         };
         let alg = bytes as f64 / 1.0e9 / seconds;
         (alg, alg * factor)
@@ -188,6 +219,27 @@ impl Collective {
                     comm.recv_raw(recv, count, dtype, root, stream)?;
                     g.end()
                 }
+                // Each peer's count, sends and receives packed in rank order, zero counts
+                // skipped (alltoallv.cu:521-551, `AlltoAllvRunColl`).
+                Collective::AllToAllV => {
+                    let g = nccl.group()?;
+                    let (mut sent, mut received) = (0, 0);
+                    for peer in 0..nranks {
+                        let (out, inc) = match &layout.peers {
+                            Some(p) => (p.count(rank, peer), p.count(peer, rank)),
+                            None => (count, count),
+                        };
+                        if out > 0 {
+                            comm.send_raw(at(send, sent), out, dtype, peer as i32, stream)?;
+                            sent += out;
+                        }
+                        if inc > 0 {
+                            comm.recv_raw(at(recv, received), inc, dtype, peer as i32, stream)?;
+                            received += inc;
+                        }
+                    }
+                    g.end()
+                }
                 Collective::SendRecv => {
                     let g = nccl.group()?;
                     comm.send_raw(send, count, dtype, ((rank + 1) % nranks) as i32, stream)?;
@@ -204,6 +256,7 @@ impl Collective {
         let offset = if in_place { layout.recv_offset * rank } else { 0 };
         match self {
             Collective::Reduce | Collective::Gather if rank != root => None,
+            Collective::AllToAllV => Some((offset, layout.peers.as_ref().map_or(layout.recv, |p| p.recv_total(rank)))),
             Collective::ReduceScatter | Collective::Scatter => Some((offset, layout.param)),
             _ => Some((offset, layout.recv)),
         }
@@ -229,10 +282,101 @@ impl Collective {
             Collective::Broadcast => Expected::Int(send(root, i)),
             Collective::AllGather | Collective::Gather => Expected::Int(send(i / base, i % base)),
             Collective::AllToAll => Expected::Int(send(i / base, rank * base + i % base)),
+            Collective::AllToAllV => match &layout.peers {
+                Some(p) => p.source(rank, i).map_or(Expected::Int(0), |(src, j)| Expected::Int(send(src, j))),
+                None => Expected::Int(send(i / base, rank * base + i % base)),
+            },
             Collective::Scatter => Expected::Int(send(root, rank * base + i)),
             Collective::SendRecv => Expected::Int(send((rank + nranks - 1) % nranks, i)),
         }
     }
+}
+
+/// alltoallv's layout: the call's count (the count column), the largest rank's send and
+/// receive totals (the buffers, and the size column: nccl-tests prints
+/// `max(sendBytes, expectedBytes)`, common.cu:938), and every pair's count.
+pub fn alltoallv_layout(pattern: &Pattern, count: usize, elem_size: usize, nranks: usize) -> Layout {
+    let param = pattern.param_count(count, elem_size, nranks);
+    let (send, recv) = pattern.max_counts(param, elem_size, nranks);
+    let peers = Some(Arc::new(pattern.counts(param, elem_size, nranks)));
+    Layout { send, recv, param, send_offset: 0, recv_offset: 0, peers }
+}
+
+/// The bytes alltoallv's bandwidths count: the largest any rank sends or receives
+/// (alltoallv.cu:499-519, `AlltoAllvGetBw`), for the call's count `param`.
+pub fn alltoallv_bytes(pattern: &Pattern, param: usize, elem_size: usize, nranks: usize) -> usize {
+    let (send, recv) = pattern.max_counts(param, elem_size, nranks);
+    send.max(recv) * elem_size
+}
+
+/// The reduction op of one call of rank `rank`: NCCL's fixed op, or for `mulsum` a PreMulSum
+/// op with the rank's scalar ([`premul_scalar`]) in the element type, created for this call
+/// and destroyed when the returned handle drops: nccl-tests creates one before each call and
+/// destroys it after the call is enqueued (common.cu:561-593 and 613-617). `None` (a
+/// collective without an op) is sum, never read.
+pub fn reduction_op<'c>(
+    comm: &'c Communicator,
+    op: Option<Op>,
+    elem: Elem,
+    rank: usize,
+) -> Result<(RedOp, Option<CustomRedOp<'c>>), Error> {
+    let Some(op) = op else { return Ok((RedOp::SUM, None)) };
+    if let Some(fixed) = op.builtin() {
+        return Ok((fixed, None));
+    }
+    let v = premul_scalar(rank);
+    let mut bits = [0u8; 8];
+    elem.encode(v, &mut bits[..elem.size()]);
+    let custom = match elem {
+        Elem::Int8 => comm.create_pre_mul_sum(v as i8),
+        Elem::Uint8 => comm.create_pre_mul_sum(v as u8),
+        Elem::Int32 => comm.create_pre_mul_sum(v as i32),
+        Elem::Uint32 => comm.create_pre_mul_sum(v as u32),
+        Elem::Int64 => comm.create_pre_mul_sum(v),
+        Elem::Uint64 => comm.create_pre_mul_sum(v as u64),
+        Elem::Float => comm.create_pre_mul_sum(v as f32),
+        Elem::Double => comm.create_pre_mul_sum(v as f64),
+        Elem::Half => comm.create_pre_mul_sum(Half(u16::from_ne_bytes([bits[0], bits[1]]))),
+        Elem::Bfloat16 => comm.create_pre_mul_sum(Bfloat16(u16::from_ne_bytes([bits[0], bits[1]]))),
+        Elem::F8e4m3 => comm.create_pre_mul_sum(F8e4m3(bits[0])),
+        Elem::F8e5m2 => comm.create_pre_mul_sum(F8e5m2(bits[0])),
+    }?;
+    Ok((custom.op(), Some(custom)))
+}
+
+/// The bits of an IEEE binary16 scalar (the crate's `half` feature is not the command's).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct Half(u16);
+/// The bits of a bfloat16 scalar.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct Bfloat16(u16);
+/// The bits of an OCP FP8 E4M3 scalar.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct F8e4m3(u8);
+/// The bits of an OCP FP8 E5M2 scalar.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct F8e5m2(u8);
+
+// SAFETY: each is a transparent wrapper of the type's bits, of its NCCL type's size and
+// representation (binary16, bfloat16, OCP E4M3 and E5M2: one element each).
+unsafe impl NcclScalar for Half {
+    const DATA_TYPE: DataType = DataType::FLOAT16;
+}
+// SAFETY: as above.
+unsafe impl NcclScalar for Bfloat16 {
+    const DATA_TYPE: DataType = DataType::BFLOAT16;
+}
+// SAFETY: as above.
+unsafe impl NcclScalar for F8e4m3 {
+    const DATA_TYPE: DataType = DataType::FLOAT8_E4M3;
+}
+// SAFETY: as above.
+unsafe impl NcclScalar for F8e5m2 {
+    const DATA_TYPE: DataType = DataType::FLOAT8_E5M2;
 }
 
 /// An expected element: exact integer arithmetic, or a real number (averages of floats).
@@ -249,10 +393,10 @@ mod tests {
     #[test]
     fn layouts_and_bandwidths_follow_nccl_tests() {
         // 2 ranks, 1024 floats.
-        let l = Collective::AllGather.layout(1024, 2);
-        assert_eq!(l, Layout { send: 512, recv: 1024, param: 512, send_offset: 512, recv_offset: 0 });
-        let l = Collective::ReduceScatter.layout(1024, 2);
-        assert_eq!(l, Layout { send: 1024, recv: 512, param: 512, send_offset: 0, recv_offset: 512 });
+        let l = Collective::AllGather.sized_layout(1024, 1, 2);
+        assert_eq!(l, Layout { send: 512, recv: 1024, param: 512, send_offset: 512, recv_offset: 0, peers: None });
+        let l = Collective::ReduceScatter.sized_layout(1024, 1, 2);
+        assert_eq!(l, Layout { send: 1024, recv: 512, param: 512, send_offset: 0, recv_offset: 512, peers: None });
         // all-reduce: 1 GB in 1 s on 2 ranks -> algbw 1, busbw 2*(1/2) = 1.
         assert_eq!(Collective::AllReduce.bandwidth(250_000_000, 4, 1.0, 2), (1.0, 1.0));
         // all-reduce on 8 ranks: busbw = algbw * 2 * 7/8.
@@ -266,7 +410,7 @@ mod tests {
 
     #[test]
     fn expected_values_follow_the_data_movement() {
-        let l = Collective::AllToAll.layout(8, 2); // base 4
+        let l = Collective::AllToAll.sized_layout(8, 1, 2); // base 4
         let send = |r: usize, j: usize| (r * 100 + j) as i64;
         let reduce = |it: &mut dyn Iterator<Item = i64>| Expected::Int(it.sum());
         // Rank 1 receives rank 0's second block, then its own second block.
@@ -274,10 +418,35 @@ mod tests {
             (0..8).map(|i| Collective::AllToAll.expected(&l, 1, 2, 0, i, &send, &reduce)).collect();
         let want: Vec<Expected> = [4, 5, 6, 7, 104, 105, 106, 107].iter().map(|&v| Expected::Int(v)).collect();
         assert_eq!(got, want);
-        let l = Collective::ReduceScatter.layout(8, 2);
+        let l = Collective::ReduceScatter.sized_layout(8, 1, 2);
         assert_eq!(Collective::ReduceScatter.expected(&l, 1, 2, 0, 0, &send, &reduce), Expected::Int(4 + 104));
         assert_eq!(Collective::SendRecv.expected(&l, 0, 2, 0, 3, &send, &reduce), Expected::Int(103));
         assert_eq!(Collective::Reduce.result_region(&l, 1, 0, false), None);
         assert_eq!(Collective::ReduceScatter.result_region(&l, 1, 0, true), Some((4, 4)));
+    }
+
+    #[test]
+    fn alltoallv_lays_out_and_expects_per_peer_parts() {
+        // 3 ranks, 3000 bytes of float, spread 1: per peer 0, 248, 496 floats by distance.
+        let p = Pattern::default();
+        let l = alltoallv_layout(&p, 750, 4, 3);
+        assert_eq!((l.send, l.recv, l.param, l.send_offset, l.recv_offset), (744, 744, 248, 0, 0));
+        // Rank 2 receives 496 from rank 0 (its elements 248..744, after its 248 for rank 1),
+        // then 248 from rank 1 (its elements 496..744, after its 496 for rank 0).
+        let send = |r: usize, j: usize| (r * 1000 + j) as i64;
+        let reduce = |_: &mut dyn Iterator<Item = i64>| Expected::Int(-1);
+        let at = |i| Collective::AllToAllV.expected(&l, 2, 3, 0, i, &send, &reduce);
+        assert_eq!(at(0), Expected::Int(248));
+        assert_eq!(at(495), Expected::Int(743));
+        assert_eq!(at(496), Expected::Int(1000 + 496));
+        assert_eq!(at(743), Expected::Int(1000 + 743));
+        assert_eq!(Collective::AllToAllV.result_region(&l, 2, 0, false), Some((0, 744)));
+        assert!(!Collective::AllToAllV.checks_in_place());
+        // The bandwidths count the largest rank's bytes: 744 floats.
+        assert_eq!(alltoallv_bytes(&p, 248, 4, 3), 2976);
+        // The count column is 0 with a matrix; the size column its largest row or column.
+        let m = alltoallv::Matrix::parse("0 160\n32 0", 1.0, std::path::Path::new("m")).unwrap();
+        let l = alltoallv_layout(&Pattern::Matrix(m), 1 << 20, 4, 2);
+        assert_eq!((l.send, l.recv, l.param), (40, 40, 0));
     }
 }

@@ -138,19 +138,24 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     let (name, bus) = info.map_or(("?".into(), "?".into()), |d| (d.name, d.pci_bus_id));
     let host = output::short_hostname(&hostname());
     let line = DeviceLine { rank: me, pid: std::process::id(), host, device, name, bus };
-    let gather = |mine: &[u8]| ranks::gather_on(&driver, &comms[0].0, device, n, mine);
+    let stream = driver.stream().map_err(|e| join(e.into()))?;
+    let gather = |mine: &[u8]| ranks::gather_on(&driver, &comms[0].0, device, &stream, n, mine);
     let lines = decode_lines(&gather(&encode_line(&line))?);
-    // The smallest GPU of the job bounds every rank's buffers (nccl-tests: an MPI_MIN).
-    let min_total = gather(&total.to_le_bytes())?
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .min()
-        .unwrap_or(0);
+    // The smallest GPU of the job bounds every rank's buffers, and the oldest its types
+    // (nccl-tests: MPI_MIN of each).
+    let mut mine = total.to_le_bytes().to_vec();
+    mine.extend_from_slice(&(super::arch(&driver, device) as u64).to_le_bytes());
+    let all = gather(&mine)?;
+    let min = |k: usize| {
+        all.chunks_exact(16).map(|r| u64::from_le_bytes(r[8 * k..8 * k + 8].try_into().expect("8 bytes"))).min()
+    };
+    let (min_total, min_arch) = (min(0).unwrap_or(0), min(1).unwrap_or(0) as i32);
     let limit = output::memory_limit(min_total, args.max_bytes, args.check > 0);
     let plan = match limit {
         Some(l) => Plan::new(&limited(args, l), n)?,
         None => plan,
     };
+    let plan = plan.for_library(args, nccl.version().code(), min_arch)?;
     let ranks = Ranks::new(&nccl, &driver, &comms, &plan, args, n)?;
     let after_buffers = if args.memory == 1 { ranks.free_memory()?[0] } else { 0 };
     let mut out = (me == 0).then(|| Output::new(args, &plan, &nccl, &lines, limit));

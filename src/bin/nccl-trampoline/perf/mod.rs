@@ -15,6 +15,7 @@
 //! the timing loop, `output.rs` what is printed; `collective.rs`, `data.rs` and `report.rs`
 //! the layouts, element types and formats of nccl-tests.
 
+pub mod alltoallv;
 pub mod collective;
 pub mod data;
 pub mod launched;
@@ -53,7 +54,15 @@ fn prepare(args: &Args, nranks: usize, first: usize, option: &'static str) -> Re
     if visible < first + nranks {
         return Err(Error::TooFewGpus { option, wanted: first + nranks, visible });
     }
+    let min_arch = (first..first + nranks).map(|d| arch(&driver, d as i32)).min().unwrap_or(0);
+    let plan = plan.for_library(args, nccl.version().code(), min_arch)?;
     Ok((plan, nccl, driver))
+}
+
+/// Device `device`'s compute capability as nccl-tests compares it (`100 * major + 10 *
+/// minor`; 0 when the driver cannot say).
+fn arch(driver: &Driver, device: i32) -> i32 {
+    driver.compute_capability(device).map_or(0, |(major, minor)| 100 * major + 10 * minor)
 }
 
 /// The communicators' config as nccl-tests makes it (src/common.cu:195-208): NVLink-centric
@@ -141,12 +150,12 @@ pub fn run(args: &Args) -> Result<bool, Error> {
     let nranks = args.ngpus as usize;
     // NCCL_TESTS_DEVICE: the first GPU (src/common.cu:1570).
     let first = std::env::var("NCCL_TESTS_DEVICE").ok().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
-    let (plan, nccl, driver) = prepare(args, nranks, first, "-g")?;
-    let devices: Vec<i32> = (first..first + nranks).map(|d| d as i32).collect();
-    let config = comm_config(args, nccl.version())?;
     if args.cta_policy.is_some() && nranks > 1 {
         return Err(Usage::CtaPolicyWithGpus.into());
     }
+    let (plan, nccl, driver) = prepare(args, nranks, first, "-g")?;
+    let devices: Vec<i32> = (first..first + nranks).map(|d| d as i32).collect();
+    let config = comm_config(args, nccl.version())?;
     let before_init = free_memory(&driver, &devices, args.memory == 1)?;
     let comms: Vec<(Communicator, i32, usize)> = match (&config, nranks) {
         (Some(config), 1) => {

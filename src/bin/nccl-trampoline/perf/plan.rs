@@ -1,11 +1,19 @@
 //! What one sweep measures: the options checked against each other, the sizes, the (type,
 //! op) cases, and the row each step fills.
 
+use super::alltoallv;
 use super::collective::Collective;
-use super::data::{Elem, Op};
+use super::data::{self, Elem, Op};
 use super::options::Args;
 use super::report::{Measured, Row};
 use crate::error::Usage;
+
+/// Every (type, op) pair, in nccl-tests' order; one op-less case per type for collectives
+/// without a reduction.
+fn cases(args: &Args, types: Vec<Elem>, ops: Vec<Op>) -> Vec<(Elem, Option<Op>)> {
+    let ops: Vec<Option<Op>> = if args.collective.reduces() { ops.into_iter().map(Some).collect() } else { vec![None] };
+    types.into_iter().flat_map(|e| ops.iter().map(move |o| (e, *o))).collect()
+}
 
 /// What one sweep measures, in order: every (type, op) pair, then every size.
 #[derive(Clone, Debug)]
@@ -66,10 +74,22 @@ impl Plan {
                 None => break,
             }
         }
-        let ops: Vec<Option<Op>> =
-            if args.collective.reduces() { args.op.list().into_iter().map(Some).collect() } else { vec![None] };
-        let cases = args.dtype.list().into_iter().flat_map(|e| ops.iter().map(move |o| (e, *o))).collect();
+        if args.collective == Collective::AllToAllV {
+            alltoallv::pattern().as_ref().map_err(Clone::clone)?.check(nranks, args.min_bytes, args.max_bytes)?;
+        }
+        let cases = cases(args, args.dtype.list(), args.op.list());
         Ok(Plan { collective: args.collective, sizes, cases, nranks, root: args.root as usize })
+    }
+
+    /// The cases for the loaded library (version code `code`) on GPUs of compute capability
+    /// `min_arch` at least (`100 * major + 10 * minor`, the job's smallest): `all` lists what
+    /// they have, as nccl-tests, and a type or op named that they lack is refused.
+    pub fn for_library(mut self, args: &Args, code: i32, min_arch: i32) -> Result<Plan, Usage> {
+        self.cases = cases(args, args.dtype.list_for(code, min_arch), args.op.list_for(code));
+        for &(elem, op) in &self.cases {
+            data::check_supported(elem, op, code)?;
+        }
+        Ok(self)
     }
 
     /// The measurements in order, each (type, op, size).
@@ -79,7 +99,7 @@ impl Plan {
 
     /// The table row for a step, without measurements.
     pub fn row(&self, elem: Elem, op: Option<Op>, size: usize, out: Measured, inp: Measured) -> Row {
-        let l = self.collective.layout(size / elem.size(), self.nranks);
+        let l = self.collective.sized_layout(size / elem.size(), elem.size(), self.nranks);
         let bytes = l.send.max(l.recv) * elem.size();
         let bw = |m: Measured| {
             let (algbw, busbw) = self.collective.bandwidth(l.param, elem.size(), m.time, self.nranks);
@@ -165,7 +185,7 @@ mod tests {
         // The largest size: the buffer arithmetic of every layout stays far from overflow.
         let a = args("all_gather -b 256T -e 256T -d int8").unwrap();
         let p = Plan::new(&a, 1024).unwrap();
-        let l = p.collective.layout(p.sizes[0], p.nranks);
+        let l = p.collective.sized_layout(p.sizes[0], 1, p.nranks);
         assert!(l.send_offset.checked_mul(p.nranks).and_then(|b| b.checked_add(l.send)).is_some());
         assert_eq!(
             Plan::new(&args("all_reduce -b 1 -e 262145G").unwrap(), 2).unwrap_err(),

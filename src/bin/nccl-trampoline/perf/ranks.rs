@@ -9,8 +9,8 @@ use std::time::Instant;
 use nccl_trampoline::cuda::Event;
 use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, Registration, WatchdogConfig};
 
-use super::collective::{Collective, Layout};
-use super::data::{Elem, Op};
+use super::collective::{reduction_op, Collective, Layout};
+use super::data::{Elem, Op, TestData};
 use super::options::Args;
 use super::plan::Plan;
 use super::report::Measured;
@@ -124,6 +124,9 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
         let shift = if need == 0 { 0 } else { need * (iter % (self.bytes / need).max(1)) };
         for r in &self.ranks {
             let (send, recv) = self.buffers(r, l, elem, in_place, shift);
+            // mulsum: an op of this rank's for this call, destroyed when `custom` drops, after
+            // the call is enqueued or failed (src/common.cu:561-625).
+            let (red_op, custom) = reduction_op(r.comm, op, elem, r.global).map_err(collective)?;
             // SAFETY: both buffers hold `bytes` past the -u shift, which bounds every layout
             // at every iteration's offset (`need * (bytes / need - 1) + need <= bytes`); they
             // live until the ranks are dropped, after the streams are synchronised.
@@ -136,7 +139,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
                     recv,
                     l,
                     elem.nccl(),
-                    op.unwrap_or(Op::Sum).nccl(),
+                    red_op,
                     root as i32,
                     r.global,
                     self.nranks,
@@ -144,6 +147,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
                 )
             }
             .map_err(collective)?;
+            drop(custom);
         }
         if let Some(g) = group {
             g.end().map_err(collective)?;
@@ -230,7 +234,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// [`gather_on`].
     pub fn gather(&self, mine: &[u8]) -> Result<Vec<u8>, Error> {
         let [r] = &self.ranks[..] else { return Err(Error::GatherLocalRanks { local: self.ranks.len() }) };
-        gather_on(self.driver, r.comm, r.device, self.nranks, mine)
+        gather_on(self.driver, r.comm, r.device, &r.stream, self.nranks, mine)
     }
 
     /// nccl-tests' warm-up (`TimeTest`): `-w` operations out of place at every size from -b,
@@ -238,7 +242,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     pub fn warm_up(&self, args: &Args, plan: &Plan, elem: Elem, op: Option<Op>) -> Result<(), Error> {
         let (mut size, max) = (plan.sizes[0], *plan.sizes.last().expect("a sweep has sizes"));
         while size <= max {
-            let l = plan.collective.layout(size / elem.size(), plan.nranks);
+            let l = plan.collective.sized_layout(size / elem.size(), elem.size(), plan.nranks);
             for iter in 0..args.warmup as usize {
                 self.start(args, plan.collective, &l, elem, op, plan.root, false, iter)?;
             }
@@ -265,7 +269,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
         in_place: bool,
     ) -> Result<Measured, Error> {
         let c = plan.collective;
-        let l = c.layout(size / elem.size(), plan.nranks);
+        let l = c.sized_layout(size / elem.size(), elem.size(), plan.nranks);
         if args.check > 0 {
             self.initialise(plan, &l, elem, op, in_place)?;
         }
@@ -377,7 +381,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// bare `cuMemcpyHtoD` would land after the launch on this non-blocking stream:
     /// src/cuda/mod.rs, "What is synchronous").
     fn initialise(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<(), Error> {
-        let op = op.unwrap_or(Op::Sum);
+        let data = TestData::new(elem, op, plan.nranks);
         let size = elem.size();
         let pad = self.unalign * size;
         for r in &self.ranks {
@@ -385,7 +389,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
             let mut recv = vec![0xa5u8; pad + l.recv.max(l.send_offset * plan.nranks) * size];
             let mut send = vec![0u8; pad + l.send * size];
             for (j, chunk) in send[pad..].chunks_exact_mut(size).enumerate() {
-                elem.encode(op.send_value(r.global, j), chunk);
+                elem.encode(data.send(r.global, j), chunk);
             }
             if in_place {
                 let at = pad + l.send_offset * r.global * size;
@@ -404,7 +408,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// Wrong elements over this process's ranks.
     fn count_wrong(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<u64, Error> {
         let c = plan.collective;
-        let op = op.unwrap_or(Op::Sum);
+        let data = TestData::new(elem, op, plan.nranks);
         let size = elem.size();
         let pad = self.unalign * size;
         let mut wrong = 0u64;
@@ -413,8 +417,8 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
             self.driver.activate(r.device).map_err(r.error(GpuStep::Activate))?;
             let mut host = vec![0u8; pad + (offset + len) * size];
             r.recv.download_on(&r.stream, &mut host).map_err(r.error(GpuStep::Download))?;
-            let send = |rank: usize, j: usize| op.send_value(rank, j);
-            let reduce = |it: &mut dyn Iterator<Item = i64>| op.reduce(elem, it);
+            let send = |rank: usize, j: usize| data.contribution(rank, j);
+            let reduce = |it: &mut dyn Iterator<Item = i64>| data.reduce(it);
             for (i, bytes) in host[pad + offset * size..].chunks_exact(size).enumerate() {
                 let want = c.expected(l, r.global, plan.nranks, plan.root, i, &send, &reduce);
                 if !elem.matches(bytes, want) {
@@ -481,12 +485,13 @@ fn register<'c>(
 }
 
 /// Every rank's `mine` (all of the same length), in rank order, through NCCL itself (an
-/// all-gather of bytes on a stream of its own, waited for): how ranks in separate processes
-/// share what they measured, under any launcher.
+/// all-gather of bytes on `stream`, waited for): how ranks in separate processes share what
+/// they measured, under any launcher.
 pub fn gather_on(
     driver: &Driver,
     comm: &Communicator,
     device: i32,
+    stream: &DeviceStream<'_>,
     nranks: usize,
     mine: &[u8],
 ) -> Result<Vec<u8>, Error> {
@@ -494,18 +499,17 @@ pub fn gather_on(
     let gpu =
         |step| move |source: nccl_trampoline::cuda::Error| Error::Gpu { rank, device, step, source: source.into() };
     driver.activate(device).map_err(gpu(GpuStep::Activate))?;
-    let stream = driver.stream().map_err(gpu(GpuStep::Stream))?;
     let send = driver.alloc(mine.len()).map_err(gpu(GpuStep::Alloc))?;
     let recv = driver.alloc(mine.len() * nranks).map_err(gpu(GpuStep::Alloc))?;
     // In the stream's order: the all-gather below reads the bytes, not what was there.
-    send.upload_on(&stream, mine).map_err(gpu(GpuStep::Upload))?;
+    send.upload_on(stream, mine).map_err(gpu(GpuStep::Upload))?;
     // SAFETY: both buffers were just allocated on the rank's device with the sizes an
     // all-gather of `mine.len()` bytes per rank needs; `download_on` waits for the stream
     // before they are read or freed.
     unsafe { comm.all_gather_raw(send.ptr(), recv.ptr(), mine.len(), DataType::INT8, stream.raw()) }
         .map_err(collective)?;
     let mut all = vec![0u8; mine.len() * nranks];
-    recv.download_on(&stream, &mut all).map_err(gpu(GpuStep::Download))?;
+    recv.download_on(stream, &mut all).map_err(gpu(GpuStep::Download))?;
     Ok(all)
 }
 
@@ -528,7 +532,9 @@ fn layout_bytes(l: &Layout, elem: Elem, nranks: usize) -> usize {
 /// The largest buffer any step needs on one rank.
 fn buffer_bytes(plan: &Plan) -> usize {
     plan.steps()
-        .map(|(e, _, s)| layout_bytes(&plan.collective.layout(s / e.size(), plan.nranks), e, plan.nranks))
+        .map(|(e, _, s)| {
+            layout_bytes(&plan.collective.sized_layout(s / e.size(), e.size(), plan.nranks), e, plan.nranks)
+        })
         .max()
         .unwrap_or(0)
 }
