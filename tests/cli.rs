@@ -980,23 +980,62 @@ fn doctor_reads_nccl_conf_file_after_the_environment() {
 }
 
 #[test]
-fn doctor_reads_the_cuda_version_from_the_library_banner() {
+fn doctor_compares_the_library_banner_cuda_major_with_the_driver() {
     let dir = common::work_dir("cli-banner");
-    let lib = dir.join("libnccl.so.2");
-    let mut bytes = std::fs::read(fake_nccl(22809)).unwrap();
-    // Data after the ELF contents: the loader ignores it; doctor finds the literal as in NCCL.
-    bytes.extend_from_slice(b"\0NCCL version %s\0NCCL version 2.28.9+cuda13.0\0");
-    std::fs::write(&lib, bytes).unwrap();
-    let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", lib.to_str().unwrap())]);
+    // The literal as NCCL carries it (after a printf format of the same start), appended after
+    // the ELF contents: the loader ignores it, doctor scans for it as in a real library.
+    let with_banner = |name: &str, cuda: &str| {
+        let lib = dir.join(name).join("libnccl.so.2");
+        std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+        let mut bytes = std::fs::read(fake_nccl(22809)).unwrap();
+        bytes.extend_from_slice(format!("\0NCCL version %s\0NCCL version 2.28.9+cuda{cuda}\0").as_bytes());
+        std::fs::write(&lib, bytes).unwrap();
+        lib
+    };
+    let cu13 = with_banner("cu13", "13.0");
+    let cu12 = with_banner("cu12", "12.9");
+    let check_line = |out: &str| out.lines().find(|l| l.contains("cuda-compat")).expect("the CUDA check").to_string();
+
+    // No driver: the comparison is skipped, with the reason.
+    let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", cu13.to_str().unwrap())]);
+    let line = check_line(&text(&o).0);
+    assert!(line.trim_start().starts_with("skipped  cuda-compat"), "{line}");
+    assert!(line.contains("built for CUDA 13 (its banner says CUDA 13.0); no CUDA driver to compare with"), "{line}");
+
+    // The stand-in driver says CUDA 12.8: a CUDA 13 build FAILS, a 12.9 one is fine (minor-version
+    // compatibility).
+    let cuda = fake_cuda_dir();
+    let env = |lib: &Path| {
+        vec![
+            ("NCCL_TRAMPOLINE_LIBRARY", lib.to_str().unwrap().to_string()),
+            ("LD_LIBRARY_PATH", cuda.to_str().unwrap().to_string()),
+        ]
+    };
+    let run_with = |lib: &Path, json: bool| {
+        let e = env(lib);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        run(if json { &["doctor", "--json"] } else { &["doctor"] }, &e)
+    };
+    let o = run_with(&cu13, false);
     let (out, err) = text(&o);
-    let line = out.lines().find(|l| l.contains("cuda-compat")).expect("the CUDA check");
-    // Without a driver (the test machine), the comparison is skipped with the reason.
-    if line.trim_start().starts_with("skipped") {
-        assert!(
-            line.contains("built for CUDA 13 (its banner says CUDA 13.0); no CUDA driver to compare with"),
-            "{line}"
-        );
-    } else {
-        assert!(line.contains("its banner says CUDA 13.0"), "{out}\n{err}");
-    }
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    let line = check_line(&out);
+    assert!(line.trim_start().starts_with(&format!("FAILED   cuda-compat ({})", cu13.display())), "{line}");
+    assert!(
+        line.contains("but the driver supports CUDA 12.8")
+            && line.contains("fix: update the driver to one for CUDA 13"),
+        "{line}"
+    );
+    let o = run_with(&cu13, true);
+    let json = text(&o).0;
+    let check = json_check(&json, "cuda-compat", "FAILED");
+    assert!(check.contains(&format!("\"subject\":\"{}\",\"verdict\":\"FAILED\"", cu13.display())), "{check}");
+    assert!(json.contains("\"cuda_version\":\"12.8\""), "{json}");
+
+    let o = run_with(&cu12, false);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let line = check_line(&out);
+    assert!(line.trim_start().starts_with("ok       cuda-compat"), "{line}");
+    assert!(line.contains("minor-version compatibility within CUDA 12"), "{line}");
 }
