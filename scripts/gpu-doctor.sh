@@ -109,9 +109,10 @@ data = bytearray(open(sys.argv[1], "rb").read())
 m = re.search(rb"NCCL version [0-9]+\.[0-9]+\.[0-9]+\+cuda([0-9]+)\.[0-9]+\0", data)
 if not m:
     sys.exit("no NCCL version banner")
+old = bytes(data[m.start():m.end() - 1])
 data[m.start(1):m.end(1)] = b"9" * (m.end(1) - m.start(1))
 open(sys.argv[2], "wb").write(data)
-print("banner", m.group(0)[:-1].decode(), "->", bytes(data[m.start():m.end() - 1]).decode())
+print("banner", old.decode(), "->", bytes(data[m.start():m.end() - 1]).decode())
 PY
     cat "$dest/$kind-patch.txt" >> "$summary"
     qp=$(quote "$patched")
