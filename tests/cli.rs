@@ -1025,3 +1025,156 @@ fn doctor_initialises_the_rust_tuner_and_profiler_plugins() {
         assert!(out.contains(expected), "{expected}\n{out}");
     }
 }
+
+/// The `checks` entry of `doctor --json` whose `id` is `id` and whose text contains `has`, as
+/// its JSON text (the document is one line; the checks are flat objects).
+fn json_check<'a>(json: &'a str, id: &str, has: &str) -> &'a str {
+    let checks = &json[json.find("\"checks\":[").expect("a checks list")..];
+    checks
+        .split("{\"id\":")
+        .skip(1)
+        .map(|c| c.split('}').next().unwrap())
+        .find(|c| c.starts_with(&format!("\"{id}\"")) && c.contains(has))
+        .unwrap_or_else(|| panic!("no {id} check with {has:?} in {json}"))
+}
+
+#[test]
+fn doctor_fails_a_socket_ifname_that_matches_no_interface() {
+    let env = [("NCCL_SOCKET_IFNAME", "=nonexistent0"), ("NCCL_TRAMPOLINE_LIBRARY", "/nonexistent/libnccl.so.2")];
+    let o = run(&["doctor"], &env);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "a FAILED check is exit status 1:\n{out}\n{err}");
+    let line = out.lines().find(|l| l.contains("socket-ifname")).expect("the socket check");
+    assert!(line.trim_start().starts_with("FAILED   socket-ifname (NCCL_SOCKET_IFNAME==nonexistent0)"), "{line}");
+    assert!(line.contains("exact names: nonexistent0") && line.contains("present: "), "{line}");
+    assert!(line.contains("; fix: "), "{line}");
+    assert!(out.contains("1 check(s) FAILED."), "{out}");
+    // No driver here: the CUDA check says so instead of failing.
+    assert!(out.lines().any(|l| l.trim_start().starts_with("skipped  cuda-compat")), "{out}");
+
+    let o = run(&["doctor", "--json"], &env);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    let json = out.trim();
+    assert_eq!(json.lines().count(), 1, "one document on one line:\n{out}");
+    assert!(json.starts_with("{\"schema\":1,") && json.ends_with("\"failed\":1,\"ok\":false}"), "{json}");
+    for key in ["tool", "candidates", "also_on_disk", "loaded", "environment", "plugins", "gpus", "parameters"] {
+        assert!(json.contains(&format!("\"{key}\":")), "{key} missing: {json}");
+    }
+    let check = json_check(json, "socket-ifname", "FAILED");
+    assert!(check.contains("\"subject\":\"NCCL_SOCKET_IFNAME==nonexistent0\",\"verdict\":\"FAILED\""), "{check}");
+    assert!(check.contains("\"fix\":\"set NCCL_SOCKET_IFNAME to"), "{check}");
+    json_check(json, "torch-nccl", "\"verdict\":");
+    json_check(json, "nccl-params", "\"verdict\":\"info\"");
+
+    // The usual machine: unset, NCCL's default picks something, nothing fails.
+    let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", "/nonexistent/libnccl.so.2")]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("socket-ifname (NCCL_SOCKET_IFNAME unset): NCCL would use "), "{out}");
+}
+
+#[test]
+fn doctor_reads_nccl_conf_file_after_the_environment() {
+    let dir = common::work_dir("cli-nccl-conf");
+    let conf = dir.join("nccl.conf");
+    std::fs::write(&conf, "# site defaults\nNCCL_DEBUG=INFO\nNCCL_IB_HCA=mlx5_0\nNCCL_SOCKET_IFNAME=^=lo,eth0,ens0\n")
+        .unwrap();
+    let c = conf.to_str().unwrap();
+    let env = [
+        ("NCCL_CONF_FILE", c),
+        ("NCCL_DEBUG", "WARN"),
+        ("HOME", dir.to_str().unwrap()),
+        ("NCCL_TRAMPOLINE_LIBRARY", "/nonexistent/libnccl.so.2"),
+    ];
+    let o = run(&["doctor"], &env);
+    let (out, err) = text(&o);
+    assert!(
+        out.contains(&format!("  NCCL_DEBUG=WARN  (from environment; ignored: NCCL_DEBUG=INFO in {c})")),
+        "{out}\n{err}"
+    );
+    assert!(out.contains(&format!("  NCCL_IB_HCA=mlx5_0  (from {c})")), "{out}");
+    assert!(
+        out.contains(&format!("info     nccl-params (NCCL_CONF_FILE={c}): 2 from the environment, 2 from files")),
+        "{out}"
+    );
+    // The socket check reads the value NCCL would: the file's.
+    assert!(out.contains("socket-ifname (NCCL_SOCKET_IFNAME=^=lo,eth0,ens0)"), "{out}");
+
+    let o = run(&["doctor", "--json"], &env);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains(&format!(
+            "{{\"key\":\"NCCL_DEBUG\",\"value\":\"WARN\",\"origin\":\"environment\",\"ignored\":[{{\"origin\":\"{c}\",\"value\":\"INFO\"}}]}}"
+        )),
+        "{out}"
+    );
+
+    // A conf file that is not there: NCCL skips it silently; doctor warns.
+    let missing = dir.join("missing.conf");
+    let o = run(&["doctor"], &[("NCCL_CONF_FILE", missing.to_str().unwrap()), ("HOME", dir.to_str().unwrap())]);
+    let (out, _) = text(&o);
+    let line = out.lines().find(|l| l.contains("nccl-params")).expect("the params check");
+    assert!(line.trim_start().starts_with("warning  nccl-params") && line.contains("(absent)"), "{line}");
+}
+
+#[test]
+fn doctor_compares_the_library_banner_cuda_major_with_the_driver() {
+    let dir = common::work_dir("cli-banner");
+    // The literal as NCCL carries it (after a printf format of the same start), appended after
+    // the ELF contents: the loader ignores it, doctor scans for it as in a real library.
+    let with_banner = |name: &str, cuda: &str| {
+        let lib = dir.join(name).join("libnccl.so.2");
+        std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+        let mut bytes = std::fs::read(fake_nccl(22809)).unwrap();
+        bytes.extend_from_slice(format!("\0NCCL version %s\0NCCL version 2.28.9+cuda{cuda}\0").as_bytes());
+        std::fs::write(&lib, bytes).unwrap();
+        lib
+    };
+    let cu13 = with_banner("cu13", "13.0");
+    let cu12 = with_banner("cu12", "12.9");
+    let check_line = |out: &str| out.lines().find(|l| l.contains("cuda-compat")).expect("the CUDA check").to_string();
+
+    // No driver: the comparison is skipped, with the reason.
+    let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", cu13.to_str().unwrap())]);
+    let line = check_line(&text(&o).0);
+    assert!(line.trim_start().starts_with("skipped  cuda-compat"), "{line}");
+    assert!(line.contains("built for CUDA 13 (its banner says CUDA 13.0); no CUDA driver to compare with"), "{line}");
+
+    // The stand-in driver says CUDA 12.8: a CUDA 13 build FAILS, a 12.9 one is fine (minor-version
+    // compatibility).
+    let cuda = fake_cuda_dir();
+    let env = |lib: &Path| {
+        vec![
+            ("NCCL_TRAMPOLINE_LIBRARY", lib.to_str().unwrap().to_string()),
+            ("LD_LIBRARY_PATH", cuda.to_str().unwrap().to_string()),
+        ]
+    };
+    let run_with = |lib: &Path, json: bool| {
+        let e = env(lib);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        run(if json { &["doctor", "--json"] } else { &["doctor"] }, &e)
+    };
+    let o = run_with(&cu13, false);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    let line = check_line(&out);
+    assert!(line.trim_start().starts_with(&format!("FAILED   cuda-compat ({})", cu13.display())), "{line}");
+    assert!(
+        line.contains("but the driver supports CUDA 12.8")
+            && line.contains("fix: update the driver to one for CUDA 13"),
+        "{line}"
+    );
+    let o = run_with(&cu13, true);
+    let json = text(&o).0;
+    let check = json_check(&json, "cuda-compat", "FAILED");
+    assert!(check.contains(&format!("\"subject\":\"{}\",\"verdict\":\"FAILED\"", cu13.display())), "{check}");
+    assert!(json.contains("\"cuda_version\":\"12.8\""), "{json}");
+
+    let o = run_with(&cu12, false);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let line = check_line(&out);
+    assert!(line.trim_start().starts_with("ok       cuda-compat"), "{line}");
+    assert!(line.contains("minor-version compatibility within CUDA 12"), "{line}");
+}

@@ -55,6 +55,9 @@ pub struct DoctorArgs {
     /// before it is stopped and reported as not answering.
     #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = probe_limit)]
     pub probe_timeout: Duration,
+    /// Print the whole report as one JSON document (keys in the README) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--probe-timeout`: a positive number of seconds, at most a day.

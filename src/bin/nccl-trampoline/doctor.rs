@@ -18,8 +18,10 @@ use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{Candidate, Nccl, PythonWheel, Source, LIBRARY_ENV};
 
 use crate::args::DoctorArgs as Args;
+use crate::checks::{conf, cuda_compat, socket, torch, Check, Verdict};
 use crate::cuda;
 use crate::error::Error as CliError;
+use crate::json::Json;
 
 /// The facts `probe` reports about one candidate.
 #[derive(Debug, PartialEq)]
@@ -165,16 +167,26 @@ fn wheel_note(path: &str) -> String {
     PythonWheel::owning(Path::new(path)).map(|w| format!(" ({w})")).unwrap_or_default()
 }
 
+/// Prints `line` unless the report is JSON.
+macro_rules! say {
+    ($text:expr) => { if $text { println!() } };
+    ($text:expr, $($arg:tt)*) => { if $text { println!($($arg)*) } };
+}
+
 pub fn run(args: &Args) -> Result<bool, CliError> {
     let limit = args.probe_timeout;
-    println!("nccl-trampoline {} ({})", env!("CARGO_PKG_VERSION"), nccl_trampoline::engine::TARGET);
-    println!();
+    let text = !args.json;
+    say!(text, "nccl-trampoline {} ({})", env!("CARGO_PKG_VERSION"), nccl_trampoline::engine::TARGET);
+    say!(text);
     let candidates = Nccl::candidates();
-    println!("NCCL candidates, in discovery order (the first that loads is used):");
+    say!(text, "NCCL candidates, in discovery order (the first that loads is used):");
     let mut chosen: Option<(Candidate, Probe)> = None;
     // NCCL_TRAMPOLINE_LIBRARY that fails to load: Nccl::load fails with it, tries nothing else.
     let mut refused: Option<(Candidate, CliError)> = None;
     let mut resolved = BTreeSet::new();
+    // Every file that loads (for the CUDA check), in the order found.
+    let mut libraries: Vec<String> = Vec::new();
+    let mut candidates_json = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
         let result = probe_in_child(&c.path, limit);
         let status = match (&result, &chosen) {
@@ -185,11 +197,18 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
             (Err(_), _) => "fails",
         };
         let source = c.source.to_string();
+        let mut entry = vec![
+            ("index", Json::Int(i as i64 + 1)),
+            ("status", Json::from(status)),
+            ("source", Json::from(source.as_str())),
+            ("path", Json::from(c.path.display().to_string())),
+        ];
         match &result {
             Ok(p) => {
                 // The file the loader mapped, where the candidate is a soname or a link.
                 let at = if Path::new(&p.path) == c.path { String::new() } else { format!(" at {}", p.path) };
-                println!(
+                say!(
+                    text,
                     "  {}. [{status:>9}] {source:<23} {}  ->  {} {}{at}{}",
                     i + 1,
                     c.path.display(),
@@ -198,9 +217,17 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
                     wheel_note(&p.path)
                 );
                 resolved.insert(canonical(&p.path));
+                if !libraries.contains(&p.path) {
+                    libraries.push(p.path.clone());
+                }
+                entry.extend(probe_json(p));
             }
-            Err(e) => println!("  {}. [{status:>9}] {source:<23} {}  ->  {e}", i + 1, c.path.display()),
+            Err(e) => {
+                say!(text, "  {}. [{status:>9}] {source:<23} {}  ->  {e}", i + 1, c.path.display());
+                entry.push(("error", Json::from(e.to_string())));
+            }
         }
+        candidates_json.push(Json::object(entry));
         match result {
             Err(e) if c.source == Source::Environment => refused = Some((c.clone(), e)),
             Ok(p) if chosen.is_none() && refused.is_none() => chosen = Some((c.clone(), p)),
@@ -209,56 +236,206 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
     }
     let others: Vec<PathBuf> =
         libraries_on_disk(limit).into_iter().filter(|p| !resolved.contains(&canonical_path(p))).collect();
+    let mut others_json = Vec::new();
     if !others.is_empty() {
-        println!(
+        say!(
+            text,
             "  Also on this machine, not reached by the discovery order (set NCCL_TRAMPOLINE_LIBRARY to use one):"
         );
         for p in others {
+            let mut entry = vec![("path", Json::from(p.display().to_string()))];
             match probe_in_child(&p, limit) {
-                Ok(q) => println!("     {}  ->  {} {}{}", p.display(), q.flavor, q.version, wheel_note(&q.path)),
-                Err(e) => println!("     {}  ->  {e}", p.display()),
+                Ok(q) => {
+                    say!(text, "     {}  ->  {} {}{}", p.display(), q.flavor, q.version, wheel_note(&q.path));
+                    if !libraries.contains(&q.path) {
+                        libraries.push(q.path.clone());
+                    }
+                    entry.extend(probe_json(&q));
+                }
+                Err(e) => {
+                    say!(text, "     {}  ->  {e}", p.display());
+                    entry.push(("error", Json::from(e.to_string())));
+                }
             }
+            others_json.push(Json::object(entry));
         }
     }
-    println!();
+    say!(text);
+    let mut loaded_json = vec![];
     match (&chosen, &refused) {
-        (_, Some((c, reason))) => println!(
-            "Loaded: nothing; {LIBRARY_ENV}={} cannot be loaded: {reason} (fix {LIBRARY_ENV}, or unset it to search the usual places)",
-            c.path.display()
-        ),
+        (_, Some((c, reason))) => {
+            let line = format!(
+                "nothing; {LIBRARY_ENV}={} cannot be loaded: {reason} (fix {LIBRARY_ENV}, or unset it to search the usual places)",
+                c.path.display()
+            );
+            say!(text, "Loaded: {line}");
+            loaded_json.push(("error", Json::from(line)));
+        }
         (Some((c, p)), None) => {
             let wheel = PythonWheel::owning(Path::new(&p.path)).map(|w| format!("; {w}")).unwrap_or_default();
-            println!("Loaded: {} {} from {} ({}{wheel})", p.flavor, p.version, p.path, c.source);
+            say!(text, "Loaded: {} {} from {} ({}{wheel})", p.flavor, p.version, p.path, c.source);
+            loaded_json.push(("source", Json::from(c.source.to_string())));
+            loaded_json.extend(probe_json(p));
             if p.missing.is_empty() {
-                println!("  every symbol the facade knows is present");
+                say!(text, "  every symbol the facade knows is present");
             } else {
-                println!("  symbols this library lacks (the calls that need them return Error::Unsupported, or Error::SymbolMissing where the version should have them):");
+                say!(text, "  symbols this library lacks (the calls that need them return Error::Unsupported, or Error::SymbolMissing where the version should have them):");
                 let loaded = parse_version(&p.version);
                 for m in &p.missing {
                     let (name, since) = m.split_once('@').unwrap_or((m, "?"));
                     match (loaded, parse_version(since)) {
-                        (Some(l), Some(s)) if l >= s => println!("    {name:<28} missing (in NCCL since {since})"),
-                        _ => println!("    {name:<28} needs {since}"),
+                        (Some(l), Some(s)) if l >= s => say!(text, "    {name:<28} missing (in NCCL since {since})"),
+                        _ => say!(text, "    {name:<28} needs {since}"),
                     }
                 }
             }
             match &p.coverage {
-                Ok((line, unbound)) if unbound.is_empty() => println!("  NCCL API coverage: {line}"),
-                Ok((line, unbound)) => println!("  NCCL API coverage: {line}; not bound: {}", unbound.join(", ")),
-                Err(reason) => println!("  NCCL API coverage: unknown ({reason})"),
+                Ok((line, unbound)) if unbound.is_empty() => say!(text, "  NCCL API coverage: {line}"),
+                Ok((line, unbound)) => say!(text, "  NCCL API coverage: {line}; not bound: {}", unbound.join(", ")),
+                Err(reason) => say!(text, "  NCCL API coverage: unknown ({reason})"),
             }
         }
-        (None, None) => println!(
-            "Loaded: nothing; no candidate loads. Install NCCL (`pip install nvidia-nccl-cu12`, or -cu13 for CUDA 13) or set {LIBRARY_ENV} to its path; the call core works without it (`nccl-trampoline selftest`)"
-        ),
+        (None, None) => {
+            let line = format!("nothing; no candidate loads. Install NCCL (`pip install nvidia-nccl-cu12`, or -cu13 for CUDA 13) or set {LIBRARY_ENV} to its path; the call core works without it (`nccl-trampoline selftest`)");
+            say!(text, "Loaded: {line}");
+            loaded_json.push(("error", Json::from(line)));
+        }
     }
-    println!();
-    print_environment();
-    println!();
-    crate::plugins::print_plugins(limit);
-    println!();
-    print_gpus();
-    Ok(true)
+    say!(text);
+    let environment = print_environment(text);
+    say!(text);
+    let plugins = crate::plugins::print_plugins(limit, text);
+    say!(text);
+    let (gpus, driver) = print_gpus(text);
+    say!(text);
+
+    // The checks (checks/): the facts gathered here, the verdicts decided there.
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let var = |k: &str| std::env::var(k).ok();
+    let conf_paths = conf::files(var("NCCL_CONF_FILE").as_deref(), var("HOME").as_deref());
+    let conf_read = conf::read_files(&conf_paths);
+    let conf_pairs: Vec<(PathBuf, Vec<(String, String)>)> =
+        conf_read.iter().filter_map(|(p, r)| Some((p.clone(), r.clone().ok()??))).collect();
+    let settings = conf::effective(&env, &conf_pairs);
+    say!(text, "NCCL parameters in effect (the environment wins over the files, the first file over /etc/nccl.conf):");
+    if settings.is_empty() {
+        say!(text, "  none set");
+    }
+    for s in &settings {
+        let value = s.value.as_deref().unwrap_or("(set; not an NCCL variable, value not shown)");
+        let hidden: Vec<String> =
+            s.overridden.iter().map(|(o, v)| format!("{}={v} in {}", s.key, o.describe())).collect();
+        let hidden = if hidden.is_empty() { String::new() } else { format!("; ignored: {}", hidden.join(", ")) };
+        say!(text, "  {}={value}  (from {}{hidden})", s.key, s.origin.describe());
+    }
+    say!(text);
+    let setting = |k: &str| settings.iter().find(|s| s.key == k).and_then(|s| s.value.clone());
+
+    let mut checks: Vec<Check> = Vec::new();
+    for path in &libraries {
+        let wheel = PythonWheel::owning(Path::new(path)).map(|w| (w.name, w.cuda_major));
+        let banner = cuda_compat::banner_of(Path::new(path));
+        checks.push(cuda_compat::check(&driver, &cuda_compat::LibraryBuild { path: path.clone(), wheel, banner }));
+    }
+    if libraries.is_empty() {
+        checks.push(Check::new(
+            "cuda-compat",
+            "no library",
+            Verdict::Skipped,
+            "no NCCL loads: nothing to compare with the driver",
+        ));
+    }
+    let (present, usable) = socket::interfaces();
+    let ifname = setting("NCCL_SOCKET_IFNAME");
+    checks.push(socket::check(ifname.as_deref(), setting("NCCL_COMM_ID").as_deref(), &usable, &present));
+    checks.push(conf::check(var("NCCL_CONF_FILE").as_deref(), &conf_read, &settings, false));
+    let mut python = Command::new("python3");
+    python.args(["-c", torch::SCRIPT]);
+    let facts = match output_within(python, limit) {
+        Ok(o) => torch::parse(&String::from_utf8_lossy(&o.stdout)),
+        Err(e) => torch::TorchFacts { error: Some(format!("python3: {e}")), ..Default::default() },
+    };
+    let chosen_real = chosen.as_ref().map(|(_, p)| (canonical(&p.path), p.version.clone()));
+    let same = |a: &Path, b: &Path| canonical_path(a) == canonical_path(b);
+    let chosen_ref = chosen_real.as_ref().map(|(path, version)| torch::Chosen { path, version });
+    checks.push(torch::check(&facts, chosen_ref, &same));
+
+    say!(text, "Checks (verdict, check, what it looked at: what it found; fix):");
+    for c in &checks {
+        say!(text, "  {c}");
+    }
+    let failed = checks.iter().filter(|c| c.verdict == Verdict::Failed).count();
+    say!(text);
+    say!(text, "{}", if failed == 0 { "No check failed.".to_string() } else { format!("{failed} check(s) FAILED.") });
+
+    if args.json {
+        let parameters = settings
+            .iter()
+            .map(|s| {
+                Json::object([
+                    ("key", Json::from(s.key.as_str())),
+                    ("value", Json::opt_str(s.value.as_deref())),
+                    ("origin", Json::from(s.origin.describe())),
+                    (
+                        "ignored",
+                        Json::Array(
+                            s.overridden
+                                .iter()
+                                .map(|(o, v)| {
+                                    Json::object([
+                                        ("origin", Json::from(o.describe())),
+                                        ("value", Json::from(v.as_str())),
+                                    ])
+                                })
+                                .collect(),
+                        ),
+                    ),
+                ])
+            })
+            .collect();
+        let doc = Json::object([
+            ("schema", Json::Int(1)),
+            (
+                "tool",
+                Json::object([
+                    ("version", Json::from(env!("CARGO_PKG_VERSION"))),
+                    ("target", Json::from(nccl_trampoline::engine::TARGET)),
+                ]),
+            ),
+            ("candidates", Json::Array(candidates_json)),
+            ("also_on_disk", Json::Array(others_json)),
+            ("loaded", Json::object(loaded_json)),
+            ("environment", environment),
+            ("plugins", plugins),
+            ("gpus", gpus),
+            ("parameters", Json::Array(parameters)),
+            ("checks", Json::Array(checks.iter().map(Check::to_json).collect())),
+            ("failed", Json::Int(failed as i64)),
+            ("ok", Json::Bool(failed == 0)),
+        ]);
+        println!("{}", doc.render());
+    }
+    Ok(failed == 0)
+}
+
+/// A probe's facts as JSON fields.
+fn probe_json(p: &Probe) -> Vec<(&'static str, Json)> {
+    let wheel = PythonWheel::owning(Path::new(&p.path));
+    vec![
+        ("resolved", Json::from(p.path.as_str())),
+        ("flavor", Json::from(p.flavor.as_str())),
+        ("version", Json::from(p.version.as_str())),
+        ("wheel", Json::opt_str(wheel.as_ref().map(|w| w.name.as_str()))),
+        ("wheel_cuda_major", wheel.and_then(|w| w.cuda_major).map_or(Json::Null, |m| Json::Int(m.into()))),
+        ("missing", Json::strings(p.missing.iter().map(String::as_str))),
+        (
+            "coverage",
+            match &p.coverage {
+                Ok((line, _)) => Json::from(line.as_str()),
+                Err(reason) => Json::from(format!("unknown ({reason})")),
+            },
+        ),
+    ]
 }
 
 fn canonical(path: &str) -> PathBuf {
@@ -312,7 +489,7 @@ fn libraries_on_disk(limit: Duration) -> Vec<PathBuf> {
     out
 }
 
-fn print_environment() {
+fn print_environment(text: bool) -> Json {
     let under_cargo = CargoRun::detect();
     let mut vars: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| {
@@ -334,16 +511,17 @@ fn print_environment() {
         })
         .collect();
     vars.sort();
-    println!("Environment (NCCL_*, RCCL_*, and what discovery reads):");
+    say!(text, "Environment (NCCL_*, RCCL_*, and what discovery reads):");
     if vars.is_empty() {
-        println!("  none set");
+        say!(text, "  none set");
     }
-    for (k, v) in vars {
-        println!("  {k}={v}");
+    for (k, v) in &vars {
+        say!(text, "  {k}={v}");
     }
     if under_cargo.is_some() {
-        println!("  (run by cargo: the variables and LD_LIBRARY_PATH entries cargo adds for itself are left out)");
+        say!(text, "  (run by cargo: the variables and LD_LIBRARY_PATH entries cargo adds for itself are left out)");
     }
+    Json::Object(vars.into_iter().map(|(k, v)| (k, Json::Str(v))).collect())
 }
 
 /// What `cargo run` adds to the environment of the program it runs: its own variables, the
@@ -389,30 +567,64 @@ impl CargoRun {
     }
 }
 
-fn print_gpus() {
-    println!("GPUs:");
+/// The GPUs section, and the driver's CUDA version (`cuDriverGetVersion`) or why there is none.
+fn print_gpus(text: bool) -> (Json, Result<i32, String>) {
+    say!(text, "GPUs:");
     let driver = match cuda::Driver::load() {
         Ok(d) => d,
         Err(e) => {
-            println!("  none: {e}");
-            return;
+            say!(text, "  none: {e}");
+            let json = Json::object([("error", Json::from(e.to_string()))]);
+            return (json, Err(e.to_string()));
         }
     };
-    let cuda_version = driver.version().map(|v| format!("CUDA {}.{}", v / 1000, (v % 1000) / 10));
-    let display = cuda::nvml_driver_version().unwrap_or_else(|| "unknown (no NVML)".to_string());
-    println!("  driver {display}, {}", cuda_version.unwrap_or_else(|e| e.to_string()));
+    let version = driver.version().map_err(|e| e.to_string());
+    let cuda_version = version.as_ref().map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+    let display = cuda::nvml_driver_version();
+    say!(
+        text,
+        "  driver {}, {}",
+        display.as_deref().unwrap_or("unknown (no NVML)"),
+        cuda_version.as_ref().map(|v| format!("CUDA {v}")).unwrap_or_else(|e| e.to_string())
+    );
+    let mut devices = Vec::new();
+    let mut error = None;
     match driver.device_count() {
-        Ok(0) => println!("  no visible devices"),
+        Ok(0) => say!(text, "  no visible devices"),
         Ok(n) => {
             for i in 0..n {
                 match driver.device_info(i) {
-                    Ok(d) => println!("  {}: {}, {} MiB, PCI {}", d.ordinal, d.name, d.memory >> 20, d.pci_bus_id),
-                    Err(e) => println!("  {i}: {e}"),
+                    Ok(d) => {
+                        say!(text, "  {}: {}, {} MiB, PCI {}", d.ordinal, d.name, d.memory >> 20, d.pci_bus_id);
+                        devices.push(Json::object([
+                            ("ordinal", Json::Int(d.ordinal.into())),
+                            ("name", Json::from(d.name.as_str())),
+                            ("memory_mib", Json::Int((d.memory >> 20) as i64)),
+                            ("pci_bus_id", Json::from(d.pci_bus_id.as_str())),
+                        ]));
+                    }
+                    Err(e) => {
+                        say!(text, "  {i}: {e}");
+                        devices.push(Json::object([
+                            ("ordinal", Json::Int(i.into())),
+                            ("error", Json::from(e.to_string())),
+                        ]));
+                    }
                 }
             }
         }
-        Err(e) => println!("  {e}"),
+        Err(e) => {
+            say!(text, "  {e}");
+            error = Some(e.to_string());
+        }
     }
+    let json = Json::object([
+        ("driver", Json::opt_str(display)),
+        ("cuda_version", Json::opt_str(cuda_version.as_ref().ok().cloned())),
+        ("devices", Json::Array(devices)),
+        ("error", Json::opt_str(error.or(version.as_ref().err().cloned()))),
+    ]);
+    (json, version)
 }
 
 /// `major.minor.patch` as numbers, for comparing versions printed by the probe.

@@ -7,9 +7,11 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod args;
+mod checks;
 mod cuda;
 mod doctor;
 mod error;
+mod json;
 mod perf;
 mod plugins;
 mod selftest;

@@ -14,6 +14,7 @@ use nccl_trampoline::plugin::PluginError;
 use crate::args::NetBenchArgs;
 use crate::doctor::{one_line, output_within};
 use crate::error::Error as CliError;
+use crate::json::Json;
 
 /// The family named on the command line (`net`, `gin`, `tuner`, `profiler`, `env`).
 pub fn family(name: &str) -> Option<Family> {
@@ -21,16 +22,31 @@ pub fn family(name: &str) -> Option<Family> {
 }
 
 /// `doctor`'s section: each family probed in a child process for at most `limit`.
-pub fn print_plugins(limit: Duration) {
-    println!("Plugins (found as NCCL 2.30's src/plugin/plugin_open.cc finds them):");
+/// Printed unless `text` is false; returned as JSON either way (a list of `{family,
+/// variable, setting, lines}`, the probe's lines as printed).
+pub fn print_plugins(limit: Duration, text: bool) -> Json {
+    if text {
+        println!("Plugins (found as NCCL 2.30's src/plugin/plugin_open.cc finds them):");
+    }
+    let mut out = Vec::new();
     for family in Family::ALL {
         let setting = std::env::var(family.variable()).ok();
-        println!("  {} ({}={}):", family.label(), family.variable(), setting.as_deref().unwrap_or("unset"));
-        match probe_in_child(family, limit) {
-            Ok(lines) => lines.iter().for_each(|l| println!("    {l}")),
-            Err(e) => println!("    {e}"),
+        let lines = match probe_in_child(family, limit) {
+            Ok(lines) => lines,
+            Err(e) => vec![e.to_string()],
+        };
+        if text {
+            println!("  {} ({}={}):", family.label(), family.variable(), setting.as_deref().unwrap_or("unset"));
+            lines.iter().for_each(|l| println!("    {l}"));
         }
+        out.push(Json::object([
+            ("family", Json::from(family.label())),
+            ("variable", Json::from(family.variable())),
+            ("setting", Json::opt_str(setting)),
+            ("lines", Json::strings(lines)),
+        ]));
     }
+    Json::Array(out)
 }
 
 fn probe_in_child(family: Family, limit: Duration) -> Result<Vec<String>, CliError> {
