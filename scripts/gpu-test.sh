@@ -6,9 +6,8 @@
 # `scripts/gpu-perf.sh` for the performance comparison of docs/perf.md,
 # `scripts/gpu-faults.sh` for the fault-model runs (a dead peer, the watchdog, shrink), and
 # `scripts/gpu-launchers.sh` for the examples and perf under torchrun (one rank per process);
-# `scripts/gpu-verify.sh` for the quickstart, the ordering race and the comparison with
-# nccl-tests 2.19.6, whose source scripts/nccl-tests-src.sh stages here too (from
-# $NCCL_TESTS_GIT, or a clone). docs/gpu-results.md records a run and its results.
+# `scripts/gpu-verify.sh` for the quickstart, the ordering race and the abandoned creations.
+# docs/gpu-results.md records a run and its results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # executable NAME: the path of target NAME's executable in cargo's JSON messages on stdin.
@@ -38,7 +37,5 @@ cp "$(executable call_overhead <<<"$benches")" .device-bin/call_overhead
 cp "$(executable event_record <<<"$benches")" .device-bin/event_record
 cp "$(executable facade_call <<<"$benches")" .device-bin/facade_call
 find .device-bin -maxdepth 1 -type f -exec strip {} +
-# nccl-tests' source, built on the GPU machine by scripts/gpu-nccl-tests.sh (never committed).
-scripts/nccl-tests-src.sh || echo "nccl-tests' source not staged: set NCCL_TESTS_GIT to a clone of NVIDIA/nccl-tests" >&2
 ls -l .device-bin/
 echo "carried: $(du -sh .device-bin | cut -f1) (.device-bin, at most 64 MiB with the tree)"

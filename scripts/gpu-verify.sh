@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One run on the GPU machine (one GPU or more; CUDA, NCCL, python3; no Rust, no internet), from
 # the repository root, with .device-bin/ carried there (scripts/gpu-test.sh builds it where Rust
-# is, with nccl-tests' source from scripts/nccl-tests-src.sh):
+# is):
 #   quickstart  the README's "On a GPU machine" block, line by line, with the NCCL discovery
 #               finds and with the system's (scripts/gpu-quickstart.sh);
 #   race        for each NCCL build, the GPU test of device memory written and then read at once
@@ -9,10 +9,8 @@
 #               docs/adr/0022), on every GPU and, where there are several, on one;
 #   creation    for each NCCL build, creations given up on the real NCCL (a dropped non-blocking
 #               pending init, an init past its deadline in both modes): NCCL's abort ran and no
-#               NCCL thread is left (tests/gpu_creation.rs; docs/adr/0023);
-#   nccl-tests  nccl-tests 2.19.6 beside `perf`, all_reduce, all_gather and broadcast, same
-#               arguments and library (scripts/gpu-nccl-tests.sh).
-# STAGES picks them (default all four, in that order). The logs go into ONE archive,
+#               NCCL thread is left (tests/gpu_creation.rs; docs/adr/0023).
+# STAGES picks them (default all three, in that order). The logs go into ONE archive,
 # $OUT/gpu-verify.tar.gz, beside $OUT/summary.txt (what passed, what failed, the lines that
 # matter), so that they come back from a machine that returns few files. A stage that would
 # start after DEADLINE seconds (default 540) is skipped and says so, so the run ends inside a
@@ -30,7 +28,7 @@ say() { echo "$*" | tee -a "$summary"; }
 failed=0
 started=$SECONDS
 stage() { # NAME: whether to run it (chosen, and time left)
-    [[ " ${STAGES:-quickstart race creation nccl-tests} " == *" $1 "* ]] || return 1
+    [[ " ${STAGES:-quickstart race creation} " == *" $1 "* ]] || return 1
     if [ $((SECONDS - started)) -ge "${DEADLINE:-540}" ]; then
         say "== $1: skipped, $((SECONDS - started)) s used of DEADLINE=${DEADLINE:-540}"
         failed=1
@@ -98,11 +96,6 @@ if stage creation; then
         grep -E "^NCCL [0-9]|dropped pending|past its deadline|Abort START|test result" "$log" | sed 's/^/        /' | tee -a "$summary"
         cp /tmp/nccl-debug-*.log "$logs/creation/" 2>/dev/null
     done
-fi
-
-if stage nccl-tests; then
-    OUT=$logs scripts/gpu-nccl-tests.sh > "$logs/nccl-tests.txt" 2>&1 || failed=1
-    sed 's/^/  /' "$logs/nccl-tests.txt" | tee -a "$summary"
 fi
 
 say "== done in $((SECONDS - started)) s: $([ $failed = 0 ] && echo "everything passed" || echo "something FAILED")"

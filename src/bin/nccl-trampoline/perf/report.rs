@@ -663,3 +663,134 @@ mod tests {
         );
     }
 }
+
+/// The formats against C's own `printf`: a C program prints random values with nccl-tests'
+/// format strings and rules (src/util.cu:454-511, 487-492, 777-778, 296), and every line must
+/// be ours byte for byte.
+#[cfg(test)]
+mod printf_oracle {
+    use super::*;
+
+    const ORACLE: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+/* The rule of nccl-tests' getFloatStr: two decimals, else one, else none, else exponent. */
+static void fstr(double v, int w, char *s) {
+    if (snprintf(s, w + 1, "%*.2f", w, v) <= w) return;
+    if (snprintf(s, w + 1, "%*.1f", w, v) <= w) return;
+    if (snprintf(s, w + 1, "%*.0f", w, v) <= w) return;
+    snprintf(s, w + 1, w >= 7 ? "%*.1e" : "%*.0e", w, v);
+}
+int main(void) {
+    long size, count, root; char type[16], op[16]; double t[2], a[2], b[2], wr[2];
+    while (scanf("%ld %ld %15s %15s %ld %lf %lf %lf %lf %lf %lf %lf %lf", &size, &count, type, op, &root,
+                 &t[0], &a[0], &b[0], &wr[0], &t[1], &a[1], &b[1], &wr[1]) == 13) {
+        char r[16]; sprintf(r, "%6li", root);
+        printf("%12li  %12li  %8s  %6s  %6s", size, count, type, op, r);
+        for (int p = 0; p < 2; p++) {
+            char ts[8], as[7], bs[7];
+            fstr(t[p], 7, ts); fstr(a[p], 6, as); fstr(b[p], 6, bs);
+            if (wr[p] >= 0) printf("  %7s  %6s  %6s  %6g", ts, as, bs, wr[p]);
+            else printf("  %7s  %6s  %6s    N/A", ts, as, bs);
+        }
+        printf("|%g|%lf\n", b[0], a[1]);
+    }
+    return 0;
+}
+"#;
+
+    /// A value of any magnitude a table may hold, edges included.
+    fn value(seed: &mut u64) -> f64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        let mantissa = (*seed % 1_000_000) as f64 / 1000.0;
+        let exponent = (*seed >> 20) % 14;
+        match (*seed >> 40) % 8 {
+            0 => 0.0,
+            1 => (mantissa * 1000.0).round() / 1000.0 + 0.005,
+            2 => 9999.995 + (*seed % 10) as f64 * 0.001,
+            _ => mantissa * 10f64.powi(exponent as i32 - 5),
+        }
+    }
+
+    #[test]
+    fn table_rows_and_numbers_match_c_printf() {
+        let dir = std::env::temp_dir().join(format!("perf-printf-oracle-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (src, exe) = (dir.join("oracle.c"), dir.join("oracle"));
+        std::fs::write(&src, ORACLE).unwrap();
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let built = std::process::Command::new(&cc).arg("-O1").arg("-o").arg(&exe).arg(&src).status();
+        assert!(built.is_ok_and(|s| s.success()), "{cc} must build the printf oracle");
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut input = String::new();
+        let mut rows = Vec::new();
+        for i in 0..3000 {
+            let mut m = || {
+                let wrong = if i % 5 == 0 { None } else { Some((value(&mut seed) * 1000.0) as u64) };
+                Measured {
+                    algbw: value(&mut seed),
+                    busbw: value(&mut seed),
+                    ..Measured::new(value(&mut seed) * 1e-6, 0.0, wrong)
+                }
+            };
+            let (o, p) = (m(), m());
+            let row = Row {
+                size: i * 977,
+                count: i * 13,
+                dtype: ["float", "bfloat16", "f8e4m3"][i % 3],
+                redop: ["sum", "mulsum", "none"][i % 3],
+                root: (i % 4) as i32 - 1,
+                out_of_place: o,
+                in_place: p,
+                timestamp: None,
+            };
+            let w = |m: &Measured| m.wrong.map_or(-1.0, |w| w as f64);
+            let m = (&row.out_of_place, &row.in_place);
+            input.push_str(&format!(
+                "{} {} {} {} {} {:e} {:e} {:e} {} {:e} {:e} {:e} {}\n",
+                row.size,
+                row.count,
+                row.dtype,
+                row.redop,
+                row.root,
+                m.0.time * 1e6,
+                m.0.algbw,
+                m.0.busbw,
+                w(m.0),
+                m.1.time * 1e6,
+                m.1.algbw,
+                m.1.busbw,
+                w(m.1)
+            ));
+            rows.push(row);
+        }
+        let mut child = std::process::Command::new(&exe)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Written from a thread: the oracle's output would fill its pipe before it read all.
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write as _;
+            stdin.write_all(input.as_bytes()).unwrap();
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        let c = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines.len(), rows.len());
+        for (row, line) in rows.iter().zip(lines) {
+            let ours = format!(
+                "{}|{}|{}",
+                table_row(row, Columns::default()),
+                c_g(row.out_of_place.busbw),
+                Json::Double(row.in_place.algbw).render()
+            );
+            assert_eq!(ours, line, "{row:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
