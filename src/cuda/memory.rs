@@ -15,6 +15,18 @@ impl Driver {
         self.check("cuMemAlloc_v2", unsafe { self.fns.mem_alloc(&mut p, bytes.max(1)) })?;
         Ok(DeviceMemory { driver: self, ptr: p, bytes })
     }
+
+    /// Device memory allocated elsewhere (by `ncclMemAlloc`, say), `bytes` long at `ptr`, with
+    /// this type's copies and fills; never freed through it (the `ManuallyDrop` stays
+    /// undropped).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be device memory of the current context, at least `bytes` long, live while
+    /// the value is used; the value must not be taken out of its `ManuallyDrop`.
+    pub unsafe fn memory_at(&self, ptr: *mut c_void, bytes: usize) -> core::mem::ManuallyDrop<DeviceMemory<'_>> {
+        core::mem::ManuallyDrop::new(DeviceMemory { driver: self, ptr: ptr as u64, bytes })
+    }
 }
 
 /// Device memory, freed on drop.

@@ -78,6 +78,13 @@ impl Collective {
         matches!(self, Collective::AllReduce | Collective::Reduce | Collective::ReduceScatter)
     }
 
+    /// Whether the sweep goes over `-o`'s ops: the reductions, and send/receive, which
+    /// nccl-tests runs (and names in the table) once per op though it reduces nothing
+    /// (src/sendrecv.cu:91-123).
+    pub fn takes_op(self) -> bool {
+        self.reduces() || self == Collective::SendRecv
+    }
+
     /// Whether the collective has a root.
     pub fn rooted(self) -> bool {
         matches!(self, Collective::Broadcast | Collective::Reduce | Collective::Gather | Collective::Scatter)
@@ -96,7 +103,9 @@ impl Collective {
     /// ranks. alltoallv's traffic is this process's [`alltoallv::pattern`] (a plan checks it
     /// first; should it be unusable, the default generated pattern).
     pub fn sized_layout(self, count: usize, elem_size: usize, nranks: usize) -> Layout {
-        let base = count / nranks;
+        // Per-rank counts are whole multiples of 16 bytes (src/all_gather.cu:11 and the same
+        // line of reduce_scatter, alltoall, gather and scatter).
+        let base = (count / nranks) & !(16 / elem_size.clamp(1, 16) - 1);
         let l = |send, recv, param, send_offset, recv_offset| Layout {
             send,
             recv,
@@ -409,8 +418,20 @@ mod tests {
     }
 
     #[test]
+    fn per_rank_counts_are_whole_16_byte_multiples() {
+        // 8 bytes of floats on one rank: nccl-tests' all-gather row is 0 bytes, 0 elements.
+        assert_eq!(Collective::AllGather.sized_layout(2, 4, 1).param, 0);
+        assert_eq!(Collective::Gather.sized_layout(8, 4, 1).param, 8);
+        assert_eq!(Collective::ReduceScatter.sized_layout(100, 1, 3).param, 32);
+        assert_eq!(Collective::AllToAll.sized_layout(100, 8, 3).param, 32);
+        assert_eq!(Collective::Scatter.sized_layout(9, 8, 1).param, 8);
+        // The others take the count as it is.
+        assert_eq!(Collective::AllReduce.sized_layout(3, 4, 2).param, 3);
+    }
+
+    #[test]
     fn expected_values_follow_the_data_movement() {
-        let l = Collective::AllToAll.sized_layout(8, 1, 2); // base 4
+        let l = Collective::AllToAll.sized_layout(8, 4, 2); // base 4 floats
         let send = |r: usize, j: usize| (r * 100 + j) as i64;
         let reduce = |it: &mut dyn Iterator<Item = i64>| Expected::Int(it.sum());
         // Rank 1 receives rank 0's second block, then its own second block.
@@ -418,7 +439,7 @@ mod tests {
             (0..8).map(|i| Collective::AllToAll.expected(&l, 1, 2, 0, i, &send, &reduce)).collect();
         let want: Vec<Expected> = [4, 5, 6, 7, 104, 105, 106, 107].iter().map(|&v| Expected::Int(v)).collect();
         assert_eq!(got, want);
-        let l = Collective::ReduceScatter.sized_layout(8, 1, 2);
+        let l = Collective::ReduceScatter.sized_layout(8, 4, 2);
         assert_eq!(Collective::ReduceScatter.expected(&l, 1, 2, 0, 0, &send, &reduce), Expected::Int(4 + 104));
         assert_eq!(Collective::SendRecv.expected(&l, 0, 2, 0, 3, &send, &reduce), Expected::Int(103));
         assert_eq!(Collective::Reduce.result_region(&l, 1, 0, false), None);

@@ -11,7 +11,8 @@ use crate::error::Usage;
 /// Every (type, op) pair, in nccl-tests' order; one op-less case per type for collectives
 /// without a reduction.
 fn cases(args: &Args, types: Vec<Elem>, ops: Vec<Op>) -> Vec<(Elem, Option<Op>)> {
-    let ops: Vec<Option<Op>> = if args.collective.reduces() { ops.into_iter().map(Some).collect() } else { vec![None] };
+    let ops: Vec<Option<Op>> =
+        if args.collective.takes_op() { ops.into_iter().map(Some).collect() } else { vec![None] };
     types.into_iter().flat_map(|e| ops.iter().map(move |o| (e, *o))).collect()
 }
 

@@ -7,7 +7,9 @@ use std::ffi::c_void;
 use std::time::Instant;
 
 use nccl_trampoline::cuda::Event;
-use nccl_trampoline::nccl::{Communicator, DataType, Nccl, NcclResult, Registration, WatchdogConfig};
+use std::mem::ManuallyDrop;
+
+use nccl_trampoline::nccl::{Communicator, DataType, DeviceAllocation, Nccl, NcclResult, Registration, WatchdogConfig};
 
 use super::collective::{reduction_op, Collective, Layout};
 use super::data::{Elem, Op, TestData};
@@ -24,7 +26,7 @@ const WIN_COLL_SYMMETRIC: i32 = 1;
 pub struct Ranks<'c, 'd, 'n> {
     nccl: &'n Nccl,
     driver: &'d Driver,
-    ranks: Vec<Rank<'c, 'd>>,
+    ranks: Vec<Rank<'c, 'd, 'n>>,
     nranks: usize,
     /// Processes of the job: more than one, and the barriers and agreements cross them.
     processes: usize,
@@ -38,15 +40,55 @@ pub struct Ranks<'c, 'd, 'n> {
     timeout: u32,
 }
 
-struct Rank<'c, 'd> {
+struct Rank<'c, 'd, 'n> {
     /// Ended before the buffers are freed (fields drop in order).
     _registrations: Vec<Registration<'c>>,
     comm: &'c Communicator,
     device: i32,
     global: usize,
-    send: DeviceMemory<'d>,
-    recv: DeviceMemory<'d>,
+    send: Buffer<'d, 'n>,
+    recv: Buffer<'d, 'n>,
     stream: DeviceStream<'d>,
+}
+
+/// A buffer from `ncclMemAlloc` (NCCL 2.19), as nccl-tests allocates them
+/// (src/common.cu:1119-1131): memory NCCL's zero-copy paths and symmetric windows (`-R 2`)
+/// take; from `cuMemAlloc` before 2.19.
+struct Buffer<'d, 'n> {
+    /// The memory seen through the driver's copies (never freed through it).
+    view: ManuallyDrop<DeviceMemory<'d>>,
+    /// What frees it, after the view.
+    _owner: Owner<'d, 'n>,
+}
+
+/// Held for its drop alone.
+#[allow(dead_code)]
+enum Owner<'d, 'n> {
+    Driver(DeviceMemory<'d>),
+    Nccl(DeviceAllocation<'n>),
+}
+
+impl<'d, 'n> Buffer<'d, 'n> {
+    fn new(nccl: &'n Nccl, driver: &'d Driver, bytes: usize) -> Result<Self, LibraryError> {
+        if nccl.has("ncclMemAlloc") {
+            let a = nccl.mem_alloc(bytes.max(1))?;
+            // SAFETY: `bytes` of device memory of the current device, freed by `_owner` after
+            // the view is last used.
+            let view = unsafe { driver.memory_at(a.as_ptr(), bytes) };
+            return Ok(Buffer { view, _owner: Owner::Nccl(a) });
+        }
+        let m = driver.alloc(bytes)?;
+        // SAFETY: as above, the allocation `m`.
+        let view = unsafe { driver.memory_at(m.ptr(), bytes) };
+        Ok(Buffer { view, _owner: Owner::Driver(m) })
+    }
+}
+
+impl<'d> std::ops::Deref for Buffer<'d, '_> {
+    type Target = DeviceMemory<'d>;
+    fn deref(&self) -> &DeviceMemory<'d> {
+        &self.view
+    }
 }
 
 /// GPU memory taken, in bytes, the maximum over this process's GPUs (`-M 1`).
@@ -80,8 +122,8 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
             if let Some(timeout) = args.watchdog {
                 comm.start_watchdog(WatchdogConfig::new(timeout)).map_err(|e| gpu(GpuStep::Watchdog)(e.into()))?;
             }
-            let send = driver.alloc(padded).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
-            let recv = driver.alloc(padded).map_err(|e| gpu(GpuStep::Alloc)(e.into()))?;
+            let send = Buffer::new(nccl, driver, padded).map_err(gpu(GpuStep::Alloc))?;
+            let recv = Buffer::new(nccl, driver, padded).map_err(gpu(GpuStep::Alloc))?;
             let stream = driver.stream().map_err(|e| gpu(GpuStep::Stream)(e.into()))?;
             let registrations = register(comm, &send, &recv, padded, args.register).map_err(gpu(GpuStep::Register))?;
             ranks.push(Rank { _registrations: registrations, comm, device, global, send, recv, stream });
@@ -381,7 +423,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// bare `cuMemcpyHtoD` would land after the launch on this non-blocking stream:
     /// src/cuda/mod.rs, "What is synchronous").
     fn initialise(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<(), Error> {
-        let data = TestData::new(elem, op, plan.nranks);
+        let data = TestData::new(elem, op.filter(|_| plan.collective.reduces()), plan.nranks);
         let size = elem.size();
         let pad = self.unalign * size;
         for r in &self.ranks {
@@ -408,7 +450,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// Wrong elements over this process's ranks.
     fn count_wrong(&self, plan: &Plan, l: &Layout, elem: Elem, op: Option<Op>, in_place: bool) -> Result<u64, Error> {
         let c = plan.collective;
-        let data = TestData::new(elem, op, plan.nranks);
+        let data = TestData::new(elem, op.filter(|_| plan.collective.reduces()), plan.nranks);
         let size = elem.size();
         let pad = self.unalign * size;
         let mut wrong = 0u64;
@@ -433,7 +475,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// on, and in place at the layout's offsets into the receive buffer.
     fn buffers(
         &self,
-        r: &Rank<'_, '_>,
+        r: &Rank<'_, '_, '_>,
         l: &Layout,
         elem: Elem,
         in_place: bool,
@@ -451,7 +493,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     }
 }
 
-impl Rank<'_, '_> {
+impl Rank<'_, '_, '_> {
     /// The error of a CUDA `step` of this rank.
     fn error<E: Into<LibraryError>>(&self, step: GpuStep) -> impl Fn(E) -> Error {
         let (rank, device) = (self.global, self.device);
