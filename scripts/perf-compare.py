@@ -51,12 +51,12 @@ def table(theirs, ours):
         if ends(x) != ends(y) or len(tx) != len(ty) or tx[:5] != ty[:5]:
             problems.append(f"row {i + 1}:\n  theirs {x!r}\n  ours   {y!r}")
             continue
+        # 13 columns; 21 with -I (four more per placement); two more with -S (date, time).
+        inp = 13 if len(tx) in (21, 23) else 9
         for t in (tx, ty):
-            wrong = [t[8], t[-1]] if len(t) == 13 else [t[8], t[16]]
-            if any(w not in ("0", "N/A") for w in wrong):
+            if any(w not in ("0", "N/A") for w in (t[8], t[inp + 3])):
                 problems.append(f"row {i + 1}: wrong elements: {' '.join(t)}")
-        rows.append((int(tx[0]), float(tx[5]), float(ty[5]), float(tx[9 if len(tx) == 13 else 13]),
-                     float(ty[9 if len(ty) == 13 else 13])))
+        rows.append((int(tx[0]), float(tx[5]), float(ty[5]), float(tx[inp]), float(ty[inp])))
     return problems, rows
 
 
