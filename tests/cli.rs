@@ -283,6 +283,7 @@ fn perf_rejects_bad_arguments_with_usage_status_2() {
         (vec!["perf", "all_reduce", "-d", "float7"], "unknown type `float7`"),
         (vec!["perf", "all_reduce", "-o", "mean"], "unknown op `mean`"),
         (vec!["perf", "all_reduce", "-z", "4"], "--blocking"),
+        (vec!["perf", "broadcast", "-r", "-1", "--library", l], "every root in turn) is not implemented"),
         (vec!["perf", "all_reduce", "-y", "1", "--library", l], "-y 1 is not supported: every rank runs on its own"),
         (vec!["perf", "all_reduce", "-D", "1", "--library", l], "-D is not supported: device implementations"),
         (vec!["perf", "all_reduce", "-I", "1", "-n", "2", "-K", "2", "--library", l], "-K 2 leaves no iteration"),

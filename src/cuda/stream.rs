@@ -129,8 +129,8 @@ impl Event<'_> {
     pub fn elapsed_since(&self, start: &Event<'_>) -> Result<Duration, Error> {
         let mut ms = 0f32;
         // SAFETY: two live events and a live out-pointer.
-        self.driver
-            .check("cuEventElapsedTime", unsafe { self.driver.fns.event_elapsed_time(&mut ms, start.raw, self.raw) })?;
+        let code = unsafe { self.driver.fns.event_elapsed_time(&mut ms, start.raw, self.raw) };
+        self.driver.check("cuEventElapsedTime", code)?;
         Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 

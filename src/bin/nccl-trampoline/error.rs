@@ -120,7 +120,7 @@ pub enum Error {
     /// NCCL reported an asynchronous error on a communicator while perf waited for it; every
     /// communicator was aborted.
     #[error("rank {rank}: NCCL reported {code} while its operations ran; every communicator was aborted")]
-    AsyncError {
+    NcclAsync {
         /// The rank.
         rank: usize,
         /// NCCL's result.
@@ -350,7 +350,7 @@ pub enum Usage {
     #[error("-r {root}: there are only {nranks} ranks")]
     RootOutOfRange {
         /// `-r`.
-        root: u32,
+        root: i64,
         /// Ranks of the job.
         nranks: usize,
     },

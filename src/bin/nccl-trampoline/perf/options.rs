@@ -59,9 +59,10 @@ pub struct Args {
     /// f8e4m3, f8e5m2 or all.
     #[arg(short = 'd', long = "datatype", default_value = "float", value_parser = data::parse_type)]
     pub dtype: TypeChoice,
-    /// Root rank of broadcast, reduce, gather and scatter.
-    #[arg(short = 'r', long = "root", default_value_t = 0)]
-    pub root: u32,
+    /// Root rank of broadcast, reduce, gather and scatter (nccl-tests' -1, every root in
+    /// turn, is refused).
+    #[arg(short = 'r', long = "root", default_value_t = 0, allow_negative_numbers = true)]
+    pub root: i64,
     /// 0: no wait; 1: wait and barrier after each operation; 2: wait after each operation;
     /// 3: wait and barrier after each iteration, the barrier left out of the time.
     #[arg(short = 'z', long = "blocking", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
@@ -151,6 +152,12 @@ impl Args {
             return Err(Usage::Unsupported {
                 option: "-y 1",
                 why: "every rank runs on its own non-blocking stream, never the legacy NULL stream",
+            });
+        }
+        if self.root < 0 {
+            return Err(Usage::Unsupported {
+                option: "a negative -r",
+                why: "nccl-tests' -r -1 (every root in turn) is not implemented: run once per root",
             });
         }
         if self.per_iter_skip >= self.iters {

@@ -290,7 +290,7 @@ impl<'a> Output<'a> {
         if let Some((mut f, path)) = self.file {
             f.write_all(text.as_bytes()).map_err(|source| Error::WriteOutput { path, source })?;
         }
-        Ok(failed == 0 && min_bw.is_none_or(|m| avg >= m * 0.9))
+        Ok(failed == 0 && min_bw.map_or(true, |m| avg >= m * 0.9))
     }
 }
 

@@ -53,7 +53,7 @@ impl Plan {
         if args.step_factor > 1 && args.min_bytes == 0 {
             return Err(Usage::FactorFromZero);
         }
-        if args.root as usize >= nranks && args.collective.rooted() {
+        if args.root as u64 >= nranks as u64 && args.collective.rooted() {
             return Err(Usage::RootOutOfRange { root: args.root, nranks });
         }
         let mut sizes = Vec::new();

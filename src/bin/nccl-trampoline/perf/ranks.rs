@@ -231,7 +231,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
                 let status = r.comm.async_error().map_err(collective)?;
                 if !status.is_success() && status != NcclResult::IN_PROGRESS {
                     self.abort_all();
-                    return Err(Error::AsyncError { rank: r.global, code: format!("{status:?}") });
+                    return Err(Error::NcclAsync { rank: r.global, code: format!("{status:?}") });
                 }
                 if self.timeout > 0 && start.elapsed().as_secs_f64() > f64::from(self.timeout) {
                     self.abort_all();
