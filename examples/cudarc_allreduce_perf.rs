@@ -2,8 +2,9 @@
 //! module: the comparison point of docs/perf.md. Same loop as the CLI and as
 //! benches/c/allreduce_perf.c: one process, every GPU (`-g`), one group per iteration,
 //! `-w` warm-up iterations, `-n` timed iterations on the host clock from the first enqueue to
-//! the end of every stream; out-of-place then in-place; float32 sum. Prints the CLI's JSON
-//! document (`perf --json`).
+//! the end of every stream; out-of-place then in-place; float32 sum. Prints a JSON document of
+//! its own (`time_us`, `cpu_us` per placement), which scripts/perf-report.py reads beside
+//! perf's `-J` document.
 //!
 //! ```text
 //! cargo build --release --features cudarc-nccl --example cudarc_allreduce_perf

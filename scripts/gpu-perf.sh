@@ -68,7 +68,7 @@ if stage enqueue; then
     # iteration is bimodal from run to run; the minimum over rounds is the stable statistic).
     pin2=(taskset -c "${ENQUEUE_CORES:-2-3}")
     for r in $(seq 1 "${ENQUEUE_ROUNDS:-12}"); do
-        run "enqueue-trampoline-$r.json" "${pin2[@]}" "$bin/nccl-trampoline" perf all_reduce -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0 --json
+        run "enqueue-trampoline-$r.json" "${pin2[@]}" "$bin/nccl-trampoline" perf all_reduce -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0 -C 1 --json
         run "enqueue-c-$r.json" "${pin2[@]}" "$bin/allreduce_perf_c" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
         run "enqueue-cudarc-$r.json" "${pin2[@]}" env LD_LIBRARY_PATH=/tmp/nccl-link "$bin/cudarc_allreduce_perf" -b 8 -e 8 -g 2 -n 5000 -w 500 -c 0
     done

@@ -54,8 +54,8 @@ check_perf() {
     local name=$1 n=$2 status=$3 file=$4
     local rows
     rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +float ' "$file")
-    if [ "$status" -eq 0 ] && grep -q "nProcs $n nGpus 1" "$file" && grep -q '# Out of bounds values : 0 OK' "$file" && [ "$rows" -gt 0 ] &&
-        [ "$(grep -c '^# nccl-trampoline perf' "$file")" -eq 1 ]; then
+    if [ "$status" -eq 0 ] && [ "$(grep -c '^#  Rank ' "$file")" -eq "$n" ] && grep -q '# Out of bounds values : 0 OK' "$file" &&
+        [ "$rows" -gt 0 ] && [ "$(grep -c '^# nccl-tests version ' "$file")" -eq 1 ]; then
         pass "$name: perf, $n ranks in $n processes, $rows rows, 0 wrong elements"
     else
         fail "$name: perf exit status $status, $rows rows; see $file"

@@ -37,7 +37,14 @@ def per_size(docs, placement):
     for d in docs:
         for r in d["results"]:
             m = r[placement]
-            table.setdefault(r["size"], []).append((m["time_us"], m["cpu_us"]))
+            # perf's -J document (nccl-tests' version 3: "time", or "cpu_time" with -C 1) or the
+            # comparison programs' own ("time_us", "cpu_us").
+            if "time_us" in m:
+                t, c = m["time_us"], m["cpu_us"]
+            else:
+                t = m.get("time", m.get("cpu_time"))
+                c = m.get("cpu_time", t)
+            table.setdefault(r["size"], []).append((t, c))
     return table
 
 
@@ -85,7 +92,9 @@ def enqueue_table(log):
           "ncclGroupStart, two ncclAllReduce, ncclGroupEnd)\n")
     print("| implementation | per round, us per iteration | min | median | median - C's, ns per iteration |")
     print("|---|---|---:|---:|---:|")
-    cpus = {key: [d["results"][0]["out_of_place"]["cpu_us"] for d in docs[key]] for key, _ in IMPLS}
+    def cpu(m):
+        return m["cpu_us"] if "cpu_us" in m else m["cpu_time"]
+    cpus = {key: [cpu(d["results"][0]["out_of_place"]) for d in docs[key]] for key, _ in IMPLS}
     med = {key: statistics.median(v) for key, v in cpus.items()}
     for key, name in IMPLS:
         per_round = " ".join(f"{c:.3f}" for c in cpus[key])
