@@ -1075,6 +1075,33 @@ fn doctor_fails_a_socket_ifname_that_matches_no_interface() {
     assert!(out.contains("socket-ifname (NCCL_SOCKET_IFNAME unset): NCCL would use "), "{out}");
 }
 
+/// The library's own parameter values, through its parameter API (NCCL 2.30.4), where it has
+/// one; where not, doctor says the values come from the environment and the files.
+#[test]
+fn doctor_reads_the_parameters_the_library_itself_reads() {
+    let lib = fake_nccl(23203);
+    let l = lib.to_str().unwrap();
+    let o = run(&["doctor", "--json"], &[("NCCL_TRAMPOLINE_LIBRARY", l), ("FAKE_PARAM_I32", "7")]);
+    let doc: serde_json::Value = serde_json::from_str(&text(&o).0).expect("one JSON document");
+    let own = &doc["nccl_parameters"];
+    assert_eq!(own["available"], true, "{own}");
+    let value = |k: &str| own["values"].as_array().unwrap().iter().find(|v| v["key"] == k).map(|v| v["value"].clone());
+    assert_eq!(value("FAKE_PARAM_I32"), Some("7".into()), "{own}");
+    assert_eq!(value("FAKE_PARAM_U16"), Some("60000".into()), "{own}");
+    let o = run(&["doctor"], &[("NCCL_TRAMPOLINE_LIBRARY", l)]);
+    assert!(
+        text(&o).0.contains("NCCL's own values (ncclParamGetParameter, NCCL 2.30.4): 9 parameters"),
+        "{:?}",
+        text(&o)
+    );
+    // 2.28: no parameter API.
+    let old = fake_nccl(22803);
+    let o = run(&["doctor", "--json"], &[("NCCL_TRAMPOLINE_LIBRARY", old.to_str().unwrap())]);
+    let doc: serde_json::Value = serde_json::from_str(&text(&o).0).expect("one JSON document");
+    assert_eq!(doc["nccl_parameters"]["available"], false, "{}", doc["nccl_parameters"]);
+    assert!(doc["nccl_parameters"]["reason"].as_str().unwrap().contains("2.30.4"), "{}", doc["nccl_parameters"]);
+}
+
 #[test]
 fn doctor_reads_nccl_conf_file_after_the_environment() {
     let dir = common::work_dir("cli-nccl-conf");

@@ -45,6 +45,9 @@ pub enum Command {
         /// profiler, env), as NCCL would with this environment.
         #[arg(long, value_name = "FAMILY")]
         plugin: Option<String>,
+        /// Print the library's own parameter values instead (its parameter API, NCCL 2.30.4).
+        #[arg(long, conflicts_with = "plugin")]
+        params: bool,
     },
 }
 

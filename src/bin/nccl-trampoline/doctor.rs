@@ -66,6 +66,54 @@ pub fn probe(library: &Path) -> Result<bool, CliError> {
     }
 }
 
+/// `probe --params`: the library's own parameter values through its parameter API
+/// (`ncclParamGetAllParameterKeys`, `ncclParamGetParameter`: NCCL 2.30.4), a
+/// `param<TAB>key<TAB>value` line each; `none<TAB>reason` when the library has no such API,
+/// `error<TAB>reason` when it does not load.
+pub fn probe_params(library: &Path) -> Result<bool, CliError> {
+    let nccl = match Nccl::load_from(library) {
+        Ok(n) => n,
+        Err(e) => {
+            println!("error\t{}", one_line(&e.to_string()));
+            return Ok(false);
+        }
+    };
+    match nccl.param_keys() {
+        Err(e) => println!("none\t{}", one_line(&e.to_string())),
+        Ok(keys) => {
+            for key in keys {
+                let value = nccl.param_string(&key).unwrap_or_else(|e| format!("(unreadable: {e})"));
+                println!("param\t{}\t{}", one_line(&key), one_line(&value));
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The library's own parameter values ([`probe_params`] in a child, for at most `limit`):
+/// `Ok(Err(reason))` when it has no parameter API.
+fn params_in_child(library: &Path, limit: Duration) -> Result<Result<Vec<(String, String)>, String>, CliError> {
+    let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source })?;
+    let mut command = Command::new(exe);
+    command.arg("probe").arg("--params").arg(library);
+    let out = output_within(command, limit)?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut values = Vec::new();
+    for line in text.lines() {
+        match line.split('\t').collect::<Vec<_>>().as_slice() {
+            ["param", key, value] => values.push((key.to_string(), value.to_string())),
+            ["none", reason] => return Ok(Err(reason.to_string())),
+            ["error", reason] => return Err(CliError::ProbeRefused { reason: reason.to_string() }),
+            _ => {}
+        }
+    }
+    if !out.status.success() && values.is_empty() {
+        let stderr = one_line(String::from_utf8_lossy(&out.stderr).trim());
+        return Err(CliError::ProbeDied { status: out.status, stderr });
+    }
+    Ok(Ok(values))
+}
+
 pub fn one_line(s: &str) -> String {
     s.replace(['\n', '\t'], " ")
 }
@@ -328,6 +376,47 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
         let hidden = if hidden.is_empty() { String::new() } else { format!("; ignored: {}", hidden.join(", ")) };
         say!(text, "  {}={value}  (from {}{hidden})", s.key, s.origin.describe());
     }
+    // What the loaded library itself reads, where it can say (its parameter API).
+    let chosen_path = chosen.as_ref().map(|(_, p)| PathBuf::from(&p.path));
+    let own = match &chosen_path {
+        Some(path) => params_in_child(path, limit).map_err(|e| e.to_string()),
+        None => Err("no NCCL loads".to_string()),
+    };
+    let own_json = match &own {
+        Ok(Ok(values)) => {
+            say!(
+                text,
+                "NCCL's own values (ncclParamGetParameter, NCCL 2.30.4): {} parameters; of those set here:",
+                values.len()
+            );
+            for s in &settings {
+                if let Some((k, v)) = values.iter().find(|(k, _)| *k == s.key) {
+                    say!(text, "  {k}={v}  (as the library reads it)");
+                }
+            }
+            Json::object([
+                ("available", Json::Bool(true)),
+                (
+                    "values",
+                    Json::Array(
+                        values
+                            .iter()
+                            .map(|(k, v)| {
+                                Json::object([("key", Json::from(k.as_str())), ("value", Json::from(v.as_str()))])
+                            })
+                            .collect(),
+                    ),
+                ),
+            ])
+        }
+        Ok(Err(reason)) | Err(reason) => {
+            say!(
+                text,
+                "NCCL's own values: not available ({reason}); the values above are the environment's and the files'"
+            );
+            Json::object([("available", Json::Bool(false)), ("reason", Json::from(reason.as_str()))])
+        }
+    };
     say!(text);
     let setting = |k: &str| settings.iter().find(|s| s.key == k).and_then(|s| s.value.clone());
 
@@ -409,6 +498,7 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
             ("plugins", plugins),
             ("gpus", gpus),
             ("parameters", Json::Array(parameters)),
+            ("nccl_parameters", own_json),
             ("checks", Json::Array(checks.iter().map(Check::to_json).collect())),
             ("failed", Json::Int(failed as i64)),
             ("ok", Json::Bool(failed == 0)),
