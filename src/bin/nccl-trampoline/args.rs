@@ -48,6 +48,9 @@ pub enum Command {
         /// Print the library's own parameter values instead (its parameter API, NCCL 2.30.4).
         #[arg(long, conflicts_with = "plugin")]
         params: bool,
+        /// With --params: these keys too (NCCL lists only its documented parameters).
+        #[arg(long = "key", value_name = "KEY", requires = "params")]
+        keys: Vec<String>,
     },
 }
 

@@ -69,8 +69,9 @@ pub fn probe(library: &Path) -> Result<bool, CliError> {
 /// `probe --params`: the library's own parameter values through its parameter API
 /// (`ncclParamGetAllParameterKeys`, `ncclParamGetParameter`: NCCL 2.30.4), a
 /// `param<TAB>key<TAB>value` line each; `none<TAB>reason` when the library has no such API,
-/// `error<TAB>reason` when it does not load.
-pub fn probe_params(library: &Path) -> Result<bool, CliError> {
+/// `error<TAB>reason` when it does not load. NCCL lists only its documented parameters
+/// (unless `NCCL_PARAM_DUMP_ALL=1`): `extra` keys are read too, where NCCL has them.
+pub fn probe_params(library: &Path, extra: &[String]) -> Result<bool, CliError> {
     let nccl = match Nccl::load_from(library) {
         Ok(n) => n,
         Err(e) => {
@@ -80,10 +81,14 @@ pub fn probe_params(library: &Path) -> Result<bool, CliError> {
     };
     match nccl.param_keys() {
         Err(e) => println!("none\t{}", one_line(&e.to_string())),
-        Ok(keys) => {
+        Ok(mut keys) => {
+            keys.extend(extra.iter().filter(|k| !keys.contains(k)).cloned().collect::<Vec<_>>());
             for key in keys {
-                let value = nccl.param_string(&key).unwrap_or_else(|e| format!("(unreadable: {e})"));
-                println!("param\t{}\t{}", one_line(&key), one_line(&value));
+                match nccl.param_string(&key) {
+                    Ok(value) => println!("param\t{}\t{}", one_line(&key), one_line(&value)),
+                    Err(Error::ParamNotFound { .. }) => {}
+                    Err(e) => println!("param\t{}\t(unreadable: {})", one_line(&key), one_line(&e.to_string())),
+                }
             }
         }
     }
@@ -92,10 +97,17 @@ pub fn probe_params(library: &Path) -> Result<bool, CliError> {
 
 /// The library's own parameter values ([`probe_params`] in a child, for at most `limit`):
 /// `Ok(Err(reason))` when it has no parameter API.
-fn params_in_child(library: &Path, limit: Duration) -> Result<Result<Vec<(String, String)>, String>, CliError> {
+fn params_in_child(
+    library: &Path,
+    keys: &[&str],
+    limit: Duration,
+) -> Result<Result<Vec<(String, String)>, String>, CliError> {
     let exe = std::env::current_exe().map_err(|source| CliError::CurrentExe { source })?;
     let mut command = Command::new(exe);
     command.arg("probe").arg("--params").arg(library);
+    for k in keys {
+        command.arg("--key").arg(k);
+    }
     let out = output_within(command, limit)?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut values = Vec::new();
@@ -379,7 +391,10 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
     // What the loaded library itself reads, where it can say (its parameter API).
     let chosen_path = chosen.as_ref().map(|(_, p)| PathBuf::from(&p.path));
     let own = match &chosen_path {
-        Some(path) => params_in_child(path, limit).map_err(|e| e.to_string()),
+        Some(path) => {
+            let keys: Vec<&str> = settings.iter().map(|s| s.key.as_str()).filter(|k| k.starts_with("NCCL_")).collect();
+            params_in_child(path, &keys, limit).map_err(|e| e.to_string())
+        }
         None => Err("no NCCL loads".to_string()),
     };
     let own_json = match &own {
@@ -389,10 +404,15 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
                 "NCCL's own values (ncclParamGetParameter, NCCL 2.30.4): {} parameters; of those set here:",
                 values.len()
             );
+            let mut shown = 0;
             for s in &settings {
                 if let Some((k, v)) = values.iter().find(|(k, _)| *k == s.key) {
                     say!(text, "  {k}={v}  (as the library reads it)");
+                    shown += 1;
                 }
+            }
+            if shown == 0 {
+                say!(text, "  none of those set here is one it reports");
             }
             Json::object([
                 ("available", Json::Bool(true)),

@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         Command::Perf(args) => perf::run(&args),
         Command::NetBench(args) => plugins::net_bench(&args),
         Command::Probe { plugin: Some(family), .. } => plugins::probe(&family),
-        Command::Probe { library, params: true, .. } => doctor::probe_params(&library),
+        Command::Probe { library, params: true, keys, .. } => doctor::probe_params(&library, &keys),
         Command::Probe { library, .. } => doctor::probe(&library),
     };
     match result {
