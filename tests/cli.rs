@@ -846,8 +846,9 @@ fn perf_ranks_all_fail_when_any_rank_sees_a_wrong_element() {
         assert_eq!(o.status.code(), Some(1), "rank {r}: {:?}", text(o));
     }
     let (out, _) = text(&outs[0]);
-    // Both placements failed (the #wrong columns count each rank's spoiled elements).
-    assert!(out.contains("# Out of bounds values : 2 FAILED"), "{out}");
+    // Both placements failed on both ranks: nccl-tests counts once per process and placement
+    // (the #wrong columns count each rank's spoiled elements).
+    assert!(out.contains("# Out of bounds values : 4 FAILED"), "{out}");
     let r = &rows(&out)[0];
     assert_eq!((r[8].as_str(), r[12].as_str()), ("2", "2"), "{out}");
     // Every rank agreed on each check (nccl-tests: an allreduce of the count).
@@ -1115,6 +1116,12 @@ fn doctor_reads_nccl_conf_file_after_the_environment() {
         ("HOME", dir.to_str().unwrap()),
         ("NCCL_TRAMPOLINE_LIBRARY", "/nonexistent/libnccl.so.2"),
     ];
+    let mut with_secret = env.to_vec();
+    with_secret.push(("NCCL_TRAMPOLINE_SECRET", "hunter2"));
+    for args in [&["doctor"][..], &["doctor", "--json"]] {
+        let (out, _) = text(&run(args, &with_secret));
+        assert!(!out.contains("hunter2"), "a secret in the report:\n{out}");
+    }
     let o = run(&["doctor"], &env);
     let (out, err) = text(&o);
     assert!(
@@ -1137,6 +1144,14 @@ fn doctor_reads_nccl_conf_file_after_the_environment() {
         )),
         "{out}"
     );
+
+    // A file saved with CRLF: NCCL keeps the carriage return in the value; doctor warns.
+    let crlf = dir.join("crlf.conf");
+    std::fs::write(&crlf, "NCCL_SOCKET_IFNAME=eth0\r\n").unwrap();
+    let o = run(&["doctor"], &[("NCCL_CONF_FILE", crlf.to_str().unwrap())]);
+    let (out, _) = text(&o);
+    let line = out.lines().find(|l| l.contains("nccl-params")).expect("the params check");
+    assert!(line.trim_start().starts_with("warning  nccl-params") && line.contains("carriage return"), "{line}");
 
     // A conf file that is not there: NCCL skips it silently; doctor warns.
     let missing = dir.join("missing.conf");

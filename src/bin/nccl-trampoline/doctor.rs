@@ -372,7 +372,7 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
     // The checks (checks/): the facts gathered here, the verdicts decided there.
     let env: Vec<(String, String)> = std::env::vars().collect();
     let var = |k: &str| std::env::var(k).ok();
-    let conf_paths = conf::files(var("NCCL_CONF_FILE").as_deref(), var("HOME").as_deref());
+    let conf_paths = conf::files(var("NCCL_CONF_FILE").as_deref(), conf::passwd_home().as_deref());
     let conf_read = conf::read_files(&conf_paths);
     let conf_pairs: Vec<(PathBuf, Vec<(String, String)>)> =
         conf_read.iter().filter_map(|(p, r)| Some((p.clone(), r.clone().ok()??))).collect();
@@ -444,7 +444,14 @@ pub fn run(args: &Args) -> Result<bool, CliError> {
     for path in &libraries {
         let wheel = PythonWheel::owning(Path::new(path)).map(|w| (w.name, w.cuda_major));
         let banner = cuda_compat::banner_of(Path::new(path));
-        checks.push(cuda_compat::check(&driver, &cuda_compat::LibraryBuild { path: path.clone(), wheel, banner }));
+        let mut c = cuda_compat::check(&driver, &cuda_compat::LibraryBuild { path: path.clone(), wheel, banner });
+        // Only the library this program loads can fail the run; the others are warnings.
+        let loaded = chosen.as_ref().is_some_and(|(_, p)| canonical(&p.path) == canonical(path));
+        if c.verdict == Verdict::Failed && !loaded {
+            c.verdict = Verdict::Warning;
+            c.detail.push_str(" (not the library this program loads)");
+        }
+        checks.push(c);
     }
     if libraries.is_empty() {
         checks.push(Check::new(
@@ -618,6 +625,11 @@ fn print_environment(text: bool) -> Json {
         .filter_map(|(k, v)| match &under_cargo {
             Some(cargo) => cargo.users_part(&k, &v).map(|v| (k, v)),
             None => Some((k, v)),
+        })
+        // A secret (the rendezvous key of a job script) never reaches the report.
+        .map(|(k, v)| {
+            let v = crate::secrets::shown(&k, &v);
+            (k, v)
         })
         .collect();
     vars.sort();

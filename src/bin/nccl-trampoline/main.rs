@@ -14,6 +14,7 @@ mod error;
 mod json;
 mod perf;
 mod plugins;
+mod secrets;
 mod selftest;
 
 use std::process::ExitCode;

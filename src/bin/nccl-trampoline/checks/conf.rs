@@ -1,10 +1,10 @@
 //! Check 3: the NCCL parameters in effect, from the environment and the `nccl.conf` files, as
 //! NCCL reads them (v2.28.3-1 and v2.30.7-1 src/misc/param.cc):
 //! - `initEnvFunc` (run once by `initEnv`) reads `$NCCL_CONF_FILE` if set and non-empty, else
-//!   `~/.nccl.conf` (2.30: `$HOME`; 2.28: the password database's home, the same for a normal
-//!   user), and then `/etc/nccl.conf`, always;
-//! - `setEnvFile` takes each line without its `\n` and `\r`, skips lines starting with `#` and
-//!   lines without `=`, and calls `setenv(name, value, 0)` with everything before the first `=`
+//!   `~/.nccl.conf` in the password database's home (`userHomeDir`: `getpwuid(getuid())`, not
+//!   `$HOME`), and then `/etc/nccl.conf`, always;
+//! - `setEnvFile` takes each line without its `\n` (a `\r` before it stays in the value: a
+//!   file saved with CRLF sets `eth0\r`), skips lines starting with `#` and lines without `=`, and calls `setenv(name, value, 0)` with everything before the first `=`
 //!   as the name (spaces included, at most 1023 bytes) and everything after it as the value:
 //!   overwrite 0, so a variable already set wins. The environment therefore wins over both
 //!   files, and the first file (the user's, or `NCCL_CONF_FILE`) over `/etc/nccl.conf`.
@@ -42,7 +42,7 @@ pub struct Setting {
 }
 
 /// The files NCCL reads, in its order: `NCCL_CONF_FILE` (if set and non-empty) or
-/// `$HOME/.nccl.conf`, then `/etc/nccl.conf`.
+/// `<home>/.nccl.conf` (`home`: [`passwd_home`]), then `/etc/nccl.conf`.
 pub fn files(conf_file: Option<&str>, home: Option<&str>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     match (conf_file.filter(|f| !f.is_empty()), home) {
@@ -59,7 +59,6 @@ pub fn parse(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for line in text.split_inclusive('\n') {
         let line = line.strip_suffix('\n').unwrap_or(line);
-        let line = line.strip_suffix('\r').unwrap_or(line);
         if line.starts_with('#') {
             continue;
         }
@@ -71,6 +70,26 @@ pub fn parse(text: &str) -> Vec<(String, String)> {
         out.push((cut(name, 1023), cut(value, 1023)));
     }
     out
+}
+
+/// The user's home as NCCL finds it (`userHomeDir`: the password database's entry for this
+/// user, not `$HOME`).
+pub fn passwd_home() -> Option<String> {
+    #[cfg(unix)]
+    {
+        let mut buf = vec![0u8; 16 * 1024];
+        // SAFETY: getpwuid_r writes the entry into `pw` and its strings into `buf` (of the
+        // length given); `result` says whether there was one.
+        unsafe {
+            let mut pw: libc::passwd = std::mem::zeroed();
+            let mut result: *mut libc::passwd = std::ptr::null_mut();
+            let rc = libc::getpwuid_r(libc::getuid(), &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut result);
+            if rc == 0 && !result.is_null() && !pw.pw_dir.is_null() {
+                return Some(std::ffi::CStr::from_ptr(pw.pw_dir).to_string_lossy().into_owned());
+            }
+        }
+    }
+    None
 }
 
 fn cut(s: &str, max: usize) -> String {
@@ -163,6 +182,18 @@ pub fn check(conf_file: Option<&str>, read: &[FileRead], settings: &[Setting], v
         Some(f) if !f.is_empty() => format!("NCCL_CONF_FILE={f}"),
         _ => "NCCL_CONF_FILE unset".to_string(),
     };
+    // A file saved with CRLF: NCCL keeps the `\r` in every value it sets from it.
+    let crlf: Vec<&str> = settings
+        .iter()
+        .filter(|s| s.origin != Origin::Environment && s.value.as_deref().is_some_and(|v| v.ends_with('\r')))
+        .map(|s| s.key.as_str())
+        .collect();
+    if !crlf.is_empty() {
+        return Check::new("nccl-params", subject, Verdict::Warning, detail).fix(format!(
+            "{} end in a carriage return (a file saved with CRLF line ends): NCCL keeps it in the value; save the file with LF line ends",
+            crlf.join(", ")
+        ));
+    }
     match (conf_file.filter(|f| !f.is_empty()), read.first()) {
         (Some(f), Some((_, Ok(None)))) | (Some(f), Some((_, Err(_)))) => Check::new("nccl-params", subject, Verdict::Warning, detail)
             .fix(format!("NCCL_CONF_FILE={f} cannot be read and NCCL ignores it without a word: fix the path, or unset it to read ~/.nccl.conf")),
@@ -184,7 +215,7 @@ mod tests {
         assert_eq!(
             parse(text),
             pairs(&[
-                ("NCCL_DEBUG", "INFO"),
+                ("NCCL_DEBUG", "INFO\r"),
                 ("NCCL_A", "x=y"),
                 (" NCCL_B ", " 1"),
                 ("NCCL_C", ""),

@@ -26,6 +26,8 @@ pub struct TorchFacts {
 /// where torch links it dynamically) and lists the NCCL files then mapped.
 pub const SCRIPT: &str = r#"
 import os, sys
+# Not the current directory's "torch" (a source checkout): the installed one.
+sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]
 def say(k, v): print(k + "\t" + str(v).replace("\t", " ").replace("\n", " "))
 try:
     import torch

@@ -257,11 +257,18 @@ impl TestData {
     /// to two ranks contributing non-zero values"): ranks `j mod n` and `(j + 1) mod n` send 1
     /// or 2, the others 0 (1 for products). Every partial sum is then at most 8 (with mulsum's
     /// scalar 2), every product at most 4, whatever the number of ranks and the order.
+    ///
+    /// The 16-bit floats take the same rule (half's products pass 65504 from 46 ranks,
+    /// bfloat16's sums stop growing past 256), and so do every float type's products (float
+    /// overflows from about 384 ranks).
     pub fn send(&self, r: usize, j: usize) -> i64 {
         let n = self.nranks.max(1);
         let contributes = r == j % n || r == (j + 1) % n;
         let one_or_two = 1 + ((j / n + r) % 2) as i64;
-        match (self.op, self.elem.is_fp8()) {
+        let limited = self.elem.is_fp8()
+            || matches!(self.elem, Elem::Half | Elem::Bfloat16)
+            || (self.elem.is_float() && self.op == Some(Op::Prod));
+        match (self.op, limited) {
             (Some(Op::Prod), false) => 1 + i64::from((r + j) % 3 == 0),
             (Some(Op::Prod), true) => {
                 if contributes {
@@ -639,6 +646,27 @@ mod tests {
         // 61440 is halfway between 57344 (odd mantissa) and 65536: even is infinity.
         assert_eq!((e5.encode(61439.0), e5.encode(61440.0)), (0x7b, 0x7c));
         assert_eq!((e5.encode(9.0), e5.encode(-0.0)), (0x48, 0x80));
+    }
+
+    #[test]
+    fn sixteen_bit_float_reductions_stay_exact_at_any_scale() {
+        // Half's products passed 65504 from 46 ranks and bfloat16's sums stopped growing past
+        // 256 with every rank contributing; two contributors keep every partial result small.
+        for elem in [Elem::Half, Elem::Bfloat16, Elem::Float] {
+            for op in [Op::Sum, Op::Prod, Op::MulSum] {
+                if elem == Elem::Float && op != Op::Prod {
+                    continue; // float's sums of 0-4 stay exact to 2^24
+                }
+                for n in [2, 48, 256, 1024] {
+                    let d = TestData::new(elem, Some(op), n);
+                    for j in 0..8 {
+                        let column: Vec<i64> = (0..n).map(|r| d.contribution(r, j)).collect();
+                        let Expected::Int(want) = d.reduce(&mut column.into_iter()) else { panic!("exact") };
+                        assert!((0..=8).contains(&want), "{elem:?} {op:?} n={n} j={j}: {want}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -78,12 +78,13 @@ fn decode_lines(all: &[u8]) -> Vec<DeviceLine> {
         .collect()
 }
 
-/// One rank's measurement of a placement: time, cpu, wrong (-1: not reported), then each
-/// iteration's time (`-I 1`).
+/// One rank's measurement of a placement: time, cpu, wrong (-1: not reported), whether its
+/// own check failed, then each iteration's time (`-I 1`).
 fn encode_measured(m: &Measured, out: &mut Vec<u8>) {
     out.extend_from_slice(&m.time.to_le_bytes());
     out.extend_from_slice(&m.cpu.to_le_bytes());
     out.extend_from_slice(&m.wrong.map_or(-1i64, |w| w as i64).to_le_bytes());
+    out.extend_from_slice(&m.failed.to_le_bytes());
     for t in &m.iterations {
         out.extend_from_slice(&t.to_le_bytes());
     }
@@ -95,10 +96,11 @@ fn decode_pairs(all: &[u8], iters: usize) -> Vec<(Measured, Measured)> {
     let one = |b: &[u8]| {
         let w = i64::from_le_bytes(b[16..24].try_into().expect("8 bytes"));
         let mut m = Measured::new(f(&b[0..8]), f(&b[8..16]), u64::try_from(w).ok());
-        m.iterations = b[24..].chunks_exact(8).map(f).collect();
+        m.failed = u64::from_le_bytes(b[24..32].try_into().expect("8 bytes"));
+        m.iterations = b[32..].chunks_exact(8).map(f).collect();
         m
     };
-    let half = 24 + 8 * iters;
+    let half = 32 + 8 * iters;
     all.chunks_exact(2 * half).map(|r| (one(&r[..half]), one(&r[half..]))).collect()
 }
 
@@ -139,7 +141,7 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     let host = output::short_hostname(&hostname());
     let line = DeviceLine { rank: me, pid: std::process::id(), host, device, name, bus };
     let stream = driver.stream().map_err(|e| join(e.into()))?;
-    let gather = |mine: &[u8]| ranks::gather_on(&driver, &comms[0].0, device, &stream, n, mine);
+    let gather = |mine: &[u8]| ranks::gather_on(&driver, &comms[0].0, device, &stream, n, args.timeout, mine);
     let lines = decode_lines(&gather(&encode_line(&line))?);
     // The smallest GPU of the job bounds every rank's buffers, and the oldest its types
     // (nccl-tests: MPI_MIN of each).

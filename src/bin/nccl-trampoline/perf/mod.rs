@@ -138,6 +138,7 @@ fn taken(before: &[i64], after: &[i64]) -> i64 {
 
 /// `perf`: a sweep over this process's GPUs, or one rank of a launched job.
 pub fn run(args: &Args) -> Result<bool, Error> {
+    output::start_environment();
     // A rank of a job: started by a launcher (a world of one included: the launcher's word,
     // not the size, tells), or by --procs.
     let world = nccl_trampoline::launch::World::from_env().map_err(|source| Error::World { source: source.into() })?;
@@ -187,7 +188,10 @@ pub fn run(args: &Args) -> Result<bool, Error> {
     let min_total = devices.iter().filter_map(|&d| driver.device_info(d).ok()).map(|i| i.memory).min().unwrap_or(0);
     let limit = output::memory_limit(min_total, args.max_bytes, args.check > 0);
     let plan = match limit {
-        Some(l) => Plan::new(&limited(args, l), nranks)?,
+        Some(l) => {
+            let min_arch = devices.iter().map(|&d| arch(&driver, d)).min().unwrap_or(0);
+            Plan::new(&limited(args, l), nranks)?.for_library(args, nccl.version().code(), min_arch)?
+        }
         None => plan,
     };
     let ranks = Ranks::new(&nccl, &driver, &comms, &plan, args, 1)?;

@@ -89,16 +89,21 @@ pub fn memory_limit(min_total: u64, max_bytes: u64, check: bool) -> Option<u64> 
 /// An environment variable as the JSON document lists it: the value of one that may hold a
 /// secret replaced (nccl-tests lists every variable as it is).
 pub fn env_entry(name: &str, value: &str) -> String {
-    let upper = name.to_ascii_uppercase();
-    let secret = ["SECRET", "TOKEN", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE"]
-        .iter()
-        .any(|w| upper.contains(w))
-        || upper == "NCCL_COMM_ID";
-    if secret {
+    if crate::secrets::secret_name(name) || name.eq_ignore_ascii_case("NCCL_COMM_ID") {
         format!("{name}=<redacted>")
     } else {
         format!("{name}={value}")
     }
+}
+
+/// The environment as the program started, before NCCL set anything from its `nccl.conf`
+/// files (nccl-tests lists `main`'s `envp`): taken by [`start_environment`]'s first call,
+/// which `perf` makes before loading NCCL.
+pub fn start_environment() -> &'static [(String, String)] {
+    static ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect()
+    })
 }
 
 /// The JSON file of `-J`: created new (an existing file is kept: `FILE.0`, `FILE.1`, ... are
@@ -146,7 +151,13 @@ impl<'a> Output<'a> {
         let table = !args.json;
         let file = args.output_file.as_deref().and_then(create_json_file);
         if let Some((_, path)) = &file {
-            println!("# Writing JSON output to {}", path.display());
+            // Not into --json's document on stdout.
+            let line = format!("# Writing JSON output to {}", path.display());
+            if table {
+                println!("{line}");
+            } else {
+                eprintln!("{line}");
+            }
         }
         let code = nccl.version().code();
         let step = if args.step_factor > 1 {
@@ -219,14 +230,7 @@ impl<'a> Output<'a> {
             ("version", Json::Int(3)),
             ("start_time", Json::Str(now())),
             ("args", Json::List(std::env::args().map(Json::Str).collect())),
-            (
-                "env",
-                Json::List(
-                    std::env::vars_os()
-                        .map(|(k, v)| Json::Str(env_entry(&k.to_string_lossy(), &v.to_string_lossy())))
-                        .collect(),
-                ),
-            ),
+            ("env", Json::List(start_environment().iter().map(|(k, v)| Json::Str(env_entry(k, v))).collect())),
             ("nccl_version", Json::Int(i64::from(code))),
             ("config", Json::Object(config)),
         ];
@@ -336,7 +340,8 @@ pub fn aggregate(per_rank: &[report::Measured], mode: u8) -> report::Measured {
     let iterations = (0..per_rank[0].iterations.len())
         .map(|i| rows.iter().map(|r| r[i]).fold(f64::NEG_INFINITY, f64::max))
         .collect();
-    report::Measured { time, iterations, per_process: rows, ..per_rank[0].clone() }
+    let failed = per_rank.iter().map(|m| m.failed).sum();
+    report::Measured { time, iterations, per_process: rows, failed, ..per_rank[0].clone() }
 }
 
 #[cfg(test)]
@@ -380,7 +385,7 @@ mod tests {
 
     #[test]
     fn ranks_aggregate_like_nccl_tests() {
-        let m = |t: f64, it: Vec<f64>| Measured { iterations: it, ..Measured::new(t, t / 2.0, Some(0)) };
+        let m = |t: f64, it: Vec<f64>| Measured { iterations: it, failed: 1, ..Measured::new(t, t / 2.0, Some(0)) };
         let per = [m(1.0, vec![1.0, 5.0]), m(3.0, vec![2.0, 4.0])];
         assert_eq!(aggregate(&per, 0).time, 1.0);
         assert_eq!(aggregate(&per, 1).time, 2.0);
@@ -389,5 +394,6 @@ mod tests {
         assert_eq!(aggregate(&per, 3).cpu, 0.5);
         assert_eq!(aggregate(&per, 1).iterations, vec![2.0, 5.0]);
         assert_eq!(aggregate(&per, 1).per_process.len(), 2);
+        assert_eq!(aggregate(&per, 1).failed, 2, "one per process");
     }
 }

@@ -42,7 +42,7 @@ pub struct Ranks<'c, 'd, 'n> {
 
 struct Rank<'c, 'd, 'n> {
     /// Ended before the buffers are freed (fields drop in order).
-    _registrations: Vec<Registration<'c>>,
+    registrations: Vec<Registration<'c>>,
     comm: &'c Communicator,
     device: i32,
     global: usize,
@@ -125,8 +125,25 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
             let send = Buffer::new(nccl, driver, padded).map_err(gpu(GpuStep::Alloc))?;
             let recv = Buffer::new(nccl, driver, padded).map_err(gpu(GpuStep::Alloc))?;
             let stream = driver.stream().map_err(|e| gpu(GpuStep::Stream)(e.into()))?;
-            let registrations = register(comm, &send, &recv, padded, args.register).map_err(gpu(GpuStep::Register))?;
-            ranks.push(Rank { _registrations: registrations, comm, device, global, send, recv, stream });
+            ranks.push(Rank { registrations: Vec::new(), comm, device, global, send, recv, stream });
+        }
+        // Every rank's buffers registered in one group, as nccl-tests does: a window
+        // registration is collective (src/common.cu:1604-1616).
+        let how = register_mode(args, nccl);
+        if how > 0 {
+            let group = if ranks.len() > 1 { Some(nccl.group().map_err(collective)?) } else { None };
+            for r in &mut ranks {
+                let gpu = |source: LibraryError| Error::Gpu {
+                    rank: r.global,
+                    device: r.device,
+                    step: GpuStep::Register,
+                    source,
+                };
+                r.registrations = register(r.comm, &r.send, &r.recv, padded, how).map_err(gpu)?;
+            }
+            if let Some(g) = group {
+                g.end().map_err(collective)?;
+            }
         }
         Ok(Ranks {
             nccl,
@@ -160,6 +177,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
         root: usize,
         in_place: bool,
         iter: usize,
+        in_group: bool,
     ) -> Result<(), Error> {
         let group = if self.ranks.len() > 1 { Some(self.nccl.group().map_err(collective)?) } else { None };
         let need = layout_bytes(l, elem, self.nranks);
@@ -194,10 +212,13 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
         if let Some(g) = group {
             g.end().map_err(collective)?;
         }
-        if args.blocking != 0 {
+        // Inside `-m`'s group nothing has run yet: nccl-tests' wait finds its streams idle and
+        // its MPI barrier orders no operation. Ours goes through NCCL, which a group would
+        // defer: both are left out there.
+        if args.blocking != 0 && !in_group {
             self.synchronize()?;
         }
-        if args.blocking == 1 {
+        if args.blocking == 1 && !in_group {
             self.barrier()?;
         }
         Ok(())
@@ -215,37 +236,8 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// NCCL for an asynchronous error meanwhile; either, or `-T` seconds passing, aborts every
     /// communicator.
     fn synchronize(&self) -> Result<(), Error> {
-        let start = Instant::now();
-        let mut done = vec![false; self.ranks.len()];
-        loop {
-            let mut idle = true;
-            for (i, r) in self.ranks.iter().enumerate() {
-                if done[i] {
-                    continue;
-                }
-                if r.stream.is_idle().map_err(r.error(GpuStep::Synchronize))? {
-                    done[i] = true;
-                    idle = false;
-                    continue;
-                }
-                let status = r.comm.async_error().map_err(collective)?;
-                if !status.is_success() && status != NcclResult::IN_PROGRESS {
-                    self.abort_all();
-                    return Err(Error::NcclAsync { rank: r.global, code: format!("{status:?}") });
-                }
-                if self.timeout > 0 && start.elapsed().as_secs_f64() > f64::from(self.timeout) {
-                    self.abort_all();
-                    let host = super::launched::hostname();
-                    return Err(Error::TestTimeout { host, seconds: self.timeout, rank: r.global });
-                }
-            }
-            if done.iter().all(|&d| d) {
-                return Ok(());
-            }
-            if idle {
-                std::thread::yield_now();
-            }
-        }
+        let items: Vec<_> = self.ranks.iter().map(|r| (&r.stream, r.comm, r.global, r.device)).collect();
+        poll(&items, self.timeout, &|| self.abort_all())
     }
 
     fn abort_all(&self) {
@@ -276,7 +268,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     /// [`gather_on`].
     pub fn gather(&self, mine: &[u8]) -> Result<Vec<u8>, Error> {
         let [r] = &self.ranks[..] else { return Err(Error::GatherLocalRanks { local: self.ranks.len() }) };
-        gather_on(self.driver, r.comm, r.device, &r.stream, self.nranks, mine)
+        gather_on(self.driver, r.comm, r.device, &r.stream, self.nranks, self.timeout, mine)
     }
 
     /// nccl-tests' warm-up (`TimeTest`): `-w` operations out of place at every size from -b,
@@ -286,7 +278,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
         while size <= max {
             let l = plan.collective.sized_layout(size / elem.size(), elem.size(), plan.nranks);
             for iter in 0..args.warmup as usize {
-                self.start(args, plan.collective, &l, elem, op, plan.root, false, iter)?;
+                self.start(args, plan.collective, &l, elem, op, plan.root, false, iter, false)?;
             }
             self.complete(args)?;
             // nccl-tests doubles 0 for ever; once is enough.
@@ -315,7 +307,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
         if args.check > 0 {
             self.initialise(plan, &l, elem, op, in_place)?;
         }
-        self.start(args, c, &l, elem, op, plan.root, in_place, 0)?;
+        self.start(args, c, &l, elem, op, plan.root, in_place, 0, false)?;
         self.complete(args)?;
         self.barrier()?;
 
@@ -334,7 +326,7 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
             let group = if agg > 1 { Some(self.nccl.group().map_err(collective)?) } else { None };
             record(if paired { 2 * iter } else { iter })?;
             for a in 0..agg {
-                self.start(args, c, &l, elem, op, plan.root, in_place, iter * agg + a)?;
+                self.start(args, c, &l, elem, op, plan.root, in_place, iter * agg + a, agg > 1)?;
             }
             if let Some(g) = group {
                 g.end().map_err(collective)?;
@@ -363,16 +355,21 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
 
         let checked = !in_place || c.checks_in_place();
         let mut wrong = 0;
+        let mut local = 0;
         for _ in 0..args.check {
             self.initialise(plan, &l, elem, op, in_place)?;
-            self.start(args, c, &l, elem, op, plan.root, in_place, 0)?;
+            self.start(args, c, &l, elem, op, plan.root, in_place, 0, false)?;
             self.complete(args)?;
-            wrong = self.sum_over_processes(self.count_wrong(plan, &l, elem, op, in_place)?)?;
+            local = self.count_wrong(plan, &l, elem, op, in_place)?;
+            wrong = self.sum_over_processes(local)?;
             if wrong > 0 {
                 break;
             }
         }
         measured.wrong = (args.check > 0 && checked).then_some(wrong);
+        // nccl-tests counts a failed check once per process that saw a wrong element
+        // (src/common.cu:478, summed over processes at 1786).
+        measured.failed = u64::from(checked && local > 0);
         Ok(measured)
     }
 
@@ -493,11 +490,88 @@ impl<'c, 'd, 'n> Ranks<'c, 'd, 'n> {
     }
 }
 
+/// After an error half way through a step, operations may still be queued on the streams:
+/// the communicators are aborted and the streams waited for (at most 10 s each) before the
+/// buffers under them are freed.
+impl Drop for Ranks<'_, '_, '_> {
+    fn drop(&mut self) {
+        if self.ranks.iter().all(|r| r.stream.is_idle().unwrap_or(true)) {
+            return;
+        }
+        self.abort_all();
+        for r in &self.ranks {
+            let _ = r.stream.wait(Some(std::time::Duration::from_secs(10)));
+        }
+    }
+}
+
 impl Rank<'_, '_, '_> {
     /// The error of a CUDA `step` of this rank.
     fn error<E: Into<LibraryError>>(&self, step: GpuStep) -> impl Fn(E) -> Error {
         let (rank, device) = (self.global, self.device);
         move |source| Error::Gpu { rank, device, step, source: source.into() }
+    }
+}
+
+/// nccl-tests' `testStreamSynchronize` (src/common.cu:488-542): polls each stream until its
+/// work is done, asking NCCL for an asynchronous error meanwhile; either, or `timeout`
+/// seconds passing (`-T`; 0: none), runs `abort` (every communicator) and fails.
+fn poll(items: &[(&DeviceStream<'_>, &Communicator, usize, i32)], timeout: u32, abort: &dyn Fn()) -> Result<(), Error> {
+    let start = Instant::now();
+    let mut done = vec![false; items.len()];
+    loop {
+        let mut idle = true;
+        for (i, &(stream, comm, rank, device)) in items.iter().enumerate() {
+            if done[i] {
+                continue;
+            }
+            let gpu = |source: nccl_trampoline::cuda::Error| Error::Gpu {
+                rank,
+                device,
+                step: GpuStep::Synchronize,
+                source: source.into(),
+            };
+            if stream.is_idle().map_err(gpu)? {
+                done[i] = true;
+                idle = false;
+                continue;
+            }
+            let status = comm.async_error().map_err(collective)?;
+            if !status.is_success() && status != NcclResult::IN_PROGRESS {
+                abort();
+                return Err(Error::NcclAsync { rank, code: format!("{status:?}") });
+            }
+            if timeout > 0 && start.elapsed().as_secs_f64() > f64::from(timeout) {
+                abort();
+                let host = super::launched::hostname();
+                return Err(Error::TestTimeout { host, seconds: timeout, rank });
+            }
+        }
+        if done.iter().all(|&d| d) {
+            return Ok(());
+        }
+        if idle {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// `-R` for the loaded library, as nccl-tests parses it (src/common.cu:1303-1313): symmetric
+/// windows before NCCL 2.27 fall back to local registration, and registration before 2.19 is
+/// ignored, each with nccl-tests' line.
+fn register_mode(args: &Args, nccl: &Nccl) -> u8 {
+    let v = nccl.version();
+    let say = |line: &str| if args.json { eprintln!("{line}") } else { println!("{line}") };
+    match args.register {
+        r if r > 0 && v < nccl_trampoline::nccl::Version::new(2, 19, 0) => {
+            say("Option -R (register) is not supported before NCCL 2.19. Ignoring");
+            0
+        }
+        2 if v < nccl_trampoline::nccl::Version::new(2, 27, 0) => {
+            say("Option -R 2 (symmetric) is not supported before NCCL 2.27. Defaulting to local registration");
+            1
+        }
+        r => r,
     }
 }
 
@@ -535,6 +609,7 @@ pub fn gather_on(
     device: i32,
     stream: &DeviceStream<'_>,
     nranks: usize,
+    timeout: u32,
     mine: &[u8],
 ) -> Result<Vec<u8>, Error> {
     let rank = comm.rank().map_or(0, |r| r as usize);
@@ -550,6 +625,10 @@ pub fn gather_on(
     // before they are read or freed.
     unsafe { comm.all_gather_raw(send.ptr(), recv.ptr(), mine.len(), DataType::INT8, stream.raw()) }
         .map_err(collective)?;
+    // A peer that died or hangs: the wait ends at -T, or at NCCL's asynchronous error.
+    poll(&[(stream, comm, rank, device)], timeout, &|| {
+        let _ = comm.abort_handle().abort();
+    })?;
     let mut all = vec![0u8; mine.len() * nranks];
     recv.download_on(stream, &mut all).map_err(gpu(GpuStep::Download))?;
     Ok(all)
