@@ -14,6 +14,7 @@ mod error;
 mod json;
 mod perf;
 mod plugins;
+mod probe;
 mod secrets;
 mod selftest;
 
@@ -33,8 +34,8 @@ fn main() -> ExitCode {
         Command::Perf(args) => perf::run(&args),
         Command::NetBench(args) => plugins::net_bench(&args),
         Command::Probe { plugin: Some(family), .. } => plugins::probe(&family),
-        Command::Probe { library, params: true, keys, .. } => doctor::probe_params(&library, &keys),
-        Command::Probe { library, .. } => doctor::probe(&library),
+        Command::Probe { library, params: true, keys, .. } => probe::probe_params(&library, &keys),
+        Command::Probe { library, .. } => probe::probe(&library),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -12,9 +12,9 @@ use nccl_trampoline::plugin::net_bench::{self, BenchOptions, DeviceProperties};
 use nccl_trampoline::plugin::PluginError;
 
 use crate::args::NetBenchArgs;
-use crate::doctor::{one_line, output_within};
 use crate::error::Error as CliError;
 use crate::json::Json;
+use crate::probe::{one_line, output_within};
 
 /// The family named on the command line (`net`, `gin`, `tuner`, `profiler`, `env`).
 pub fn family(name: &str) -> Option<Family> {
