@@ -16,7 +16,7 @@ use nccl_trampoline::nccl::CommOptions;
 use super::options::Args;
 use super::output::{self, aggregate, DeviceLine, Output};
 use super::plan::Plan;
-use super::ranks::{self, MemoryUse, Ranks};
+use super::ranks::{MemoryUse, Ranks};
 use super::report::Measured;
 use super::{comm_config, limited, load, prepare, sweep};
 use crate::cuda::Driver;
@@ -121,7 +121,7 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     // The free memory before the communicator, on the GPU it will take (one per local rank).
     let local = world.local_rank() as i32;
     let before_init = match args.memory {
-        1 => ranks::free_memory(&driver, local).map_err(|e| join(e.into()))?,
+        1 => super::device::free_memory(&driver, local).map_err(|e| join(e.into()))?,
         _ => 0,
     };
     let mut setup = Setup::within(JOIN_TIMEOUT);
@@ -131,7 +131,7 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     let comm = world.communicator_with(&nccl, &setup).map_err(|e| join(e.into()))?;
     let device = comm.cu_device().map_err(|e| join(e.into()))?;
     let after_init = match args.memory {
-        1 => ranks::free_memory(&driver, device).map_err(|e| join(e.into()))?,
+        1 => super::device::free_memory(&driver, device).map_err(|e| join(e.into()))?,
         _ => 0,
     };
     let comms = [(comm, device, me)];
@@ -141,7 +141,7 @@ pub fn rank(args: &Args, world: &World) -> Result<bool, Error> {
     let host = output::short_hostname(&hostname());
     let line = DeviceLine { rank: me, pid: std::process::id(), host, device, name, bus };
     let stream = driver.stream().map_err(|e| join(e.into()))?;
-    let gather = |mine: &[u8]| ranks::gather_on(&driver, &comms[0].0, device, &stream, n, args.timeout, mine);
+    let gather = |mine: &[u8]| super::device::gather_on(&driver, &comms[0].0, device, &stream, n, args.timeout, mine);
     let lines = decode_lines(&gather(&encode_line(&line))?);
     // The smallest GPU of the job bounds every rank's buffers, and the oldest its types
     // (nccl-tests: MPI_MIN of each).

@@ -18,6 +18,7 @@
 pub mod alltoallv;
 pub mod collective;
 pub mod data;
+pub mod device;
 pub mod launched;
 pub mod options;
 pub mod output;
@@ -121,7 +122,7 @@ fn free_memory(driver: &Driver, devices: &[i32], wanted: bool) -> Result<Vec<i64
         .iter()
         .map(|&device| match wanted {
             false => Ok(0),
-            true => ranks::free_memory(driver, device).map_err(|e| Error::Gpu {
+            true => device::free_memory(driver, device).map_err(|e| Error::Gpu {
                 rank: 0,
                 device,
                 step: crate::error::GpuStep::Memory,
