@@ -310,6 +310,14 @@ pub enum Usage {
         /// `-n`.
         iters: u32,
     },
+    /// alltoallv on more ranks than its traffic table is made for.
+    #[error("alltoallv on {nranks} ranks: its traffic table (a count per pair of ranks) is made for at most {limit}")]
+    AlltoallvRanks {
+        /// Ranks of the job.
+        nranks: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// `-K` without `-I 1`.
     #[error("-K needs per-iteration timing (-I 1)")]
     SkipWithoutPerIteration,

@@ -29,6 +29,10 @@ pub struct Plan {
 /// At most this many sizes per sweep (a typo in -i should not start a day-long run).
 const MAX_SIZES: usize = 100_000;
 
+/// The most ranks alltoallv's traffic table (one count per pair of ranks) is made for: 16
+/// million entries.
+pub const MAX_ALLTOALLV_RANKS: usize = 4096;
+
 /// The largest size a sweep measures: 2^48 bytes (256 TiB), past the memory of any GPU, and
 /// small enough that no buffer length of any layout (at most twice the size, times the
 /// element size at most) overflows.
@@ -74,6 +78,9 @@ impl Plan {
                 Some(n) => s = n,
                 None => break,
             }
+        }
+        if args.collective == Collective::AllToAllV && nranks > MAX_ALLTOALLV_RANKS {
+            return Err(Usage::AlltoallvRanks { nranks, limit: MAX_ALLTOALLV_RANKS });
         }
         if args.collective == Collective::AllToAllV {
             alltoallv::pattern().as_ref().map_err(Clone::clone)?.check(nranks, args.min_bytes, args.max_bytes)?;
@@ -158,6 +165,7 @@ mod tests {
             ("all_reduce -n 4 -I 1 -K 4", 2),
             ("all_reduce -K 1", 2),
             ("all_reduce -V 0", 2),
+            ("alltoallv", 4097),
             ("broadcast -r 2", 2),
             ("all_reduce --procs 2 -g 2", 2),
             ("all_reduce -b 1 -e 1G -i 1", 2),
