@@ -4,10 +4,12 @@
 //! `ncclAllReduce` through a `black_box`ed fn pointer. What is left is the facade: its checks,
 //! the communicator's call lock and state, the group bookkeeping and the call core.
 //!
-//! - `<bench binary>` (or `cargo bench --bench facade_call`): ROUNDS (7) rounds; in each, every
-//!   variant runs 200000 calls interleaved with as many `direct` calls; prints ns per call, the
-//!   median over the rounds;
-//! - `<bench binary> count VARIANT ITERATIONS` (VARIANT: `direct`, `all_reduce`, `group_p2p`):
+//! - `<bench binary> [ROUNDS]` (or `cargo bench --bench facade_call`): ROUNDS (7) rounds; in
+//!   each, every variant runs 200000 calls in 8 chunks, each chunk followed by as many `direct`
+//!   calls; prints, as medians over the rounds, the ns per call of both, the difference (what
+//!   the facade adds) and the ratio, each paired within its round;
+//! - `<bench binary> count VARIANT ITERATIONS` (VARIANT: `direct`, `all_reduce`,
+//!   `all_reduce_safe`, `group_p2p`):
 //!   exactly ITERATIONS calls, for callgrind: `(Ir(2N) - Ir(N)) / N` is one call (docs/perf.md).
 //!
 //! The no-op library is compiled with `cc` (or `$CC`) from `benches/c/noop_nccl.c` (under the
@@ -20,12 +22,13 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use nccl_trampoline::nccl::{Communicator, DataType, Nccl, RedOp};
+use nccl_trampoline::nccl::{Communicator, DataType, DeviceBuffer, DeviceBufferMut, Nccl, RedOp, Stream};
 
 type AllReduceFn = extern "C" fn(*const c_void, *mut c_void, usize, i32, i32, *mut c_void, *mut c_void) -> i32;
 
 const ROUNDS: usize = 7;
 const CALLS: usize = 200_000;
+const CHUNKS: usize = 8;
 
 /// Builds benches/c/noop_nccl.c as `libnccl.so.2` and returns its path.
 fn build_noop() -> PathBuf {
@@ -46,6 +49,46 @@ fn build_noop() -> PathBuf {
         .unwrap_or_else(|e| panic!("cannot run `{cc}`: {e} (set CC)"));
     assert!(out.status.success(), "{cc} failed on {}:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
     lib
+}
+
+/// A buffer the no-op library never reads: an address and a length, tracking nothing (the
+/// cheapest buffer a caller can hand the safe forms).
+struct Fake(usize);
+
+// SAFETY: the no-op library reads no pointer.
+unsafe impl DeviceBuffer<f32> for Fake {
+    type Guard<'a> = ();
+
+    fn device_ptr<'a>(
+        &'a self,
+        _: &'a dyn Stream,
+    ) -> Result<(*const c_void, ()), nccl_trampoline::nccl::Error> {
+        Ok((self.0 as *const c_void, ()))
+    }
+
+    fn len(&self) -> usize {
+        1024
+    }
+}
+
+// SAFETY: as above.
+unsafe impl DeviceBufferMut<f32> for Fake {
+    fn device_ptr_mut<'a>(
+        &'a mut self,
+        _: &'a dyn Stream,
+    ) -> Result<(*mut c_void, ()), nccl_trampoline::nccl::Error> {
+        Ok((self.0 as *mut c_void, ()))
+    }
+}
+
+/// The legacy default stream (null), which the no-op library never uses.
+struct NullStream;
+
+// SAFETY: null is the legacy default stream.
+unsafe impl Stream for NullStream {
+    fn as_raw(&self) -> *mut c_void {
+        core::ptr::null_mut()
+    }
 }
 
 struct Bench {
@@ -102,6 +145,16 @@ impl Bench {
         .expect("ncclAllReduce");
     }
 
+    /// The safe form on typed buffers: the length, device and stream checks, then the same
+    /// enqueue.
+    #[inline(never)]
+    fn all_reduce_safe(&self) {
+        let (send, mut recv) = (Fake(0x1000), Fake(0x2000));
+        black_box(&self.comm)
+            .all_reduce(black_box(&send), black_box(&mut recv), black_box(RedOp::SUM), black_box(&NullStream))
+            .expect("ncclAllReduce");
+    }
+
     /// `ncclGroupStart`, a send and a receive, `ncclGroupEnd`: four NCCL calls.
     #[inline(never)]
     fn group_p2p(&self) {
@@ -123,8 +176,9 @@ impl Bench {
         match variant {
             "direct" => Bench::direct,
             "all_reduce" => Bench::all_reduce,
+            "all_reduce_safe" => Bench::all_reduce_safe,
             "group_p2p" => Bench::group_p2p,
-            other => panic!("unknown variant {other} (direct, all_reduce, group_p2p)"),
+            other => panic!("unknown variant {other} (direct, all_reduce, all_reduce_safe, group_p2p)"),
         }
     }
 }
@@ -140,32 +194,43 @@ fn main() {
         }
         return;
     }
-    let variants = ["all_reduce", "group_p2p"];
-    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); variants.len() + 1];
-    let time = |f: fn(&Bench)| {
+    let rounds = args.first().map_or(ROUNDS, |r| r.parse().expect("ROUNDS"));
+    let variants = ["all_reduce", "all_reduce_safe", "group_p2p"];
+    // Per round and variant: its time and that of the `direct` chunks interleaved with it.
+    let mut rounds_of: Vec<Vec<(f64, f64)>> = vec![Vec::new(); variants.len()];
+    let time = |f: fn(&Bench), calls: usize| {
         let t = Instant::now();
-        for _ in 0..CALLS {
+        for _ in 0..calls {
             f(&bench);
         }
-        t.elapsed().as_nanos() as f64 / CALLS as f64
+        t.elapsed().as_nanos() as f64
     };
-    for round in 0..=ROUNDS {
+    for round in 0..=rounds {
         for (i, v) in variants.iter().enumerate() {
-            let d = time(Bench::direct);
-            let x = time(bench.run(v));
+            let (mut d, mut x) = (0.0, 0.0);
+            for _ in 0..CHUNKS {
+                d += time(Bench::direct, CALLS / CHUNKS);
+                x += time(bench.run(v), CALLS / CHUNKS);
+            }
             if round > 0 {
-                ns[0].push(d);
-                ns[i + 1].push(x);
+                rounds_of[i].push((d / CALLS as f64, x / CALLS as f64));
             }
         }
     }
-    let median = |v: &mut Vec<f64>| {
+    let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    println!("facade_call: ns per call, median of {ROUNDS} rounds of {CALLS}");
-    println!("  direct ncclAllReduce (fn pointer): {:.1}", median(&mut ns[0]));
-    for (i, v) in variants.iter().enumerate() {
-        println!("  {v}: {:.1}", median(&mut ns[i + 1]));
+    println!(
+        "facade_call: median over {rounds} rounds of {CALLS} calls, each in {CHUNKS} chunks interleaved with as \
+         many direct calls"
+    );
+    println!("  {:<16} {:>9} {:>9} {:>9} {:>7}", "variant", "direct ns", "ns", "added ns", "ratio");
+    for (v, r) in variants.iter().zip(&rounds_of) {
+        let direct = median(r.iter().map(|p| p.0).collect());
+        let ns = median(r.iter().map(|p| p.1).collect());
+        let added = median(r.iter().map(|p| p.1 - p.0).collect());
+        let ratio = median(r.iter().map(|p| p.1 / p.0).collect());
+        println!("  {v:<16} {direct:>9.2} {ns:>9.2} {added:>9.2} {ratio:>6.2}x");
     }
 }

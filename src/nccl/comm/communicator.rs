@@ -136,11 +136,7 @@ impl Communicator {
     /// The rank facts, while the communicator exists in NCCL (not once aborted, lost or
     /// destroyed).
     fn info(&self, operation: &'static str) -> Result<RankInfo, Error> {
-        let state = self.shared.state();
-        match (self.shared.info.get(), &state) {
-            (Some(i), CommState::Ready | CommState::Failed(_) | CommState::Revoked) => Ok(*i),
-            _ => Err(Error::Unusable { operation, state }),
-        }
+        self.shared.rank_info(operation)
     }
 
     /// Number of ranks (`ncclCommCount`, read once at creation).

@@ -5,8 +5,8 @@
 //! docs/adr/0009-fault-model.md.
 
 use core::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use crate::cuda::Context;
@@ -24,7 +24,10 @@ use crate::time::Deadline;
 
 mod abort;
 mod borrowed;
+mod gate;
 mod teardown;
+
+use gate::{Gate, Held, Kind, Word};
 
 pub(crate) use teardown::retire;
 
@@ -113,20 +116,18 @@ pub(crate) struct Shared {
     /// True once `ncclCommFinalize` succeeded (NCCL refuses a second one): teardown only
     /// destroys.
     finalized: AtomicBool,
-    /// The call lock: held for every NCCL call on the handle (NCCL's one-thread-at-a-time rule).
-    /// State changes that go with a call are made while it is held.
-    call: Mutex<()>,
+    /// The call lock, held for every NCCL call on the handle (NCCL's one-thread-at-a-time rule),
+    /// and beside it the state's kind, whether a call was abandoned (lost) and whether an abort
+    /// waits: one word, so that a call enters and leaves with one atomic swap each. State
+    /// changes that go with a call are made while the lock is held.
+    gate: Gate,
     /// Where the communicator is in its life. Its lock is only ever held to read or change it,
     /// never across an NCCL call, so reading the state never waits for NCCL. Changed only
-    /// through [`change_state`](Self::change_state), which keeps `kind` in step.
+    /// through [`change_state`](Self::change_state), which keeps the gate's kind in step.
     state: Mutex<CommState>,
-    /// The state's kind ([`Kind`]), read by every call's entry without taking `state`'s lock.
-    kind: AtomicU8,
-    /// Set when an NCCL call on the handle was abandoned inside NCCL: nobody waits for the lock.
-    lost: AtomicBool,
-    /// An abort asked for while an NCCL call held the lock; run when that call returns.
+    /// An abort asked for while an NCCL call held the lock (the gate says one waits); run when
+    /// that call returns.
     pending_abort: Mutex<Option<Cause>>,
-    has_pending_abort: AtomicBool,
     /// Where aborts run while NCCL's job for this communicator belongs to another thread.
     home: Mutex<Option<Home>>,
     /// NCCL's non-blocking mode as NCCL will apply it: the config and `NCCL_COMM_BLOCKING`, and
@@ -154,33 +155,12 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What a call's entry needs to know of a [`CommState`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-enum Kind {
-    Creating,
-    Ready,
-    /// Failed or revoked: recovery calls only.
-    Recovery,
-    /// Aborted, destroyed or lost: nothing.
-    Over,
-}
-
 impl Kind {
     fn of(state: &CommState) -> Kind {
         match state {
             CommState::Creating => Kind::Creating,
             CommState::Ready => Kind::Ready,
             CommState::Failed(_) | CommState::Revoked => Kind::Recovery,
-            _ => Kind::Over,
-        }
-    }
-
-    fn load(from: &AtomicU8) -> Kind {
-        match from.load(Ordering::Acquire) {
-            0 => Kind::Creating,
-            1 => Kind::Ready,
-            2 => Kind::Recovery,
             _ => Kind::Over,
         }
     }
@@ -202,12 +182,9 @@ impl Shared {
             handle: AtomicPtr::new(core::ptr::null_mut()),
             released: AtomicBool::new(false),
             finalized: AtomicBool::new(false),
-            call: Mutex::new(()),
+            gate: Gate::new(),
             state: Mutex::new(CommState::Creating),
-            kind: AtomicU8::new(Kind::Creating as u8),
-            lost: AtomicBool::new(false),
             pending_abort: Mutex::new(None),
-            has_pending_abort: AtomicBool::new(false),
             home: Mutex::new(None),
             nonblocking: AtomicBool::new(nonblocking),
             info: OnceLock::new(),
@@ -259,21 +236,27 @@ impl Shared {
     fn change_state(&self, change: impl FnOnce(&mut CommState)) {
         let mut s = locked(&self.state);
         change(&mut s);
-        self.kind.store(Kind::of(&s) as u8, Ordering::Release);
+        self.gate.set_kind(Kind::of(&s));
     }
 
     /// True while an abort was asked for and has not run.
     pub(crate) fn has_abort_request(&self) -> bool {
-        self.has_pending_abort.load(Ordering::Acquire)
+        self.gate.load().abort_asked()
+    }
+
+    /// True once an NCCL call on the handle was abandoned inside NCCL (until its thread, back
+    /// from NCCL, ended the communicator).
+    pub(crate) fn is_lost(&self) -> bool {
+        self.gate.load().lost()
     }
 
     /// `ncclCommGetAsyncError` if the call lock is free right now (the watchdog's and the
     /// stream wait's poll: they never wait behind another call).
     pub(crate) fn try_async_error(&self) -> Option<NcclResult> {
-        if self.lost.load(Ordering::Acquire) {
+        let (guard, word) = self.gate.try_hold()?;
+        if word.lost() {
             return None;
         }
-        let guard = self.call.try_lock().ok()?;
         if !matches!(self.state(), CommState::Ready | CommState::Failed(_) | CommState::Revoked) {
             return None;
         }
@@ -285,7 +268,18 @@ impl Shared {
         r.is_success().then_some(NcclResult(state))
     }
 
-    /// Creation finished with `handle`: record it and the rank facts, and make it usable.
+    /// The rank facts while the communicator exists in NCCL (ready, failed or revoked; not
+    /// once aborted, lost or destroyed), read without a lock.
+    #[inline]
+    pub(crate) fn rank_info(&self, operation: &'static str) -> Result<RankInfo, Error> {
+        let word = self.gate.load();
+        match self.info.get() {
+            Some(i) if !word.lost() && matches!(word.kind(), Kind::Ready | Kind::Recovery) => Ok(*i),
+            _ => Err(self.unusable(operation)),
+        }
+    }
+
+        /// Creation finished with `handle`: record it and the rank facts, and make it usable.
     pub(crate) fn complete(&self, handle: *mut c_void, info: RankInfo) {
         self.handle.store(handle, Ordering::Release);
         let _ = self.info.set(info);
@@ -307,7 +301,7 @@ impl Shared {
     /// The state now (`Lost` over anything else once a call was abandoned). Never waits for an
     /// NCCL call.
     pub(crate) fn state(&self) -> CommState {
-        if self.lost.load(Ordering::Acquire) {
+        if self.is_lost() {
             let cause = locked(&self.pending_abort).clone();
             return CommState::Lost(cause.unwrap_or(Cause::Requested));
         }
@@ -316,24 +310,47 @@ impl Shared {
 
     /// Takes the call lock for `op` on a communicator whose state `allow`s it. While another
     /// thread's call holds the lock this waits for it, unless that call is abandoned meanwhile.
+    #[inline]
     pub(crate) fn enter(&self, op: &'static str, allow: Allow) -> Result<CallGuard<'_>, Error> {
-        let mut backoff = Backoff::new();
-        let call = loop {
-            if self.lost.load(Ordering::Acquire) {
-                return Err(Error::Unusable { operation: op, state: self.state() });
-            }
-            match self.call.try_lock() {
-                Ok(g) => break g,
-                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
-                Err(TryLockError::WouldBlock) => backoff.pause(None),
-            }
-        };
-        // Every change that matters here is made under the call lock, or is final: the kind read
-        // now stays true for this call.
-        if !Kind::load(&self.kind).allows(allow) {
-            return Err(Error::Unusable { operation: op, state: self.state() });
+        match self.gate.try_hold() {
+            Some((held, word)) => self.entered(held, word, op, allow),
+            None => self.enter_contended(op, allow),
         }
-        Ok(CallGuard { shared: self, call: Some(call) })
+    }
+
+    /// [`enter`](Self::enter) once the lock was taken with the gate reading `word`: every
+    /// change that matters here is made under the call lock, or is final, so the kind read as
+    /// the lock was taken stays true for this call.
+    #[inline(always)]
+    fn entered<'s>(&'s self, held: Held<'s>, word: Word, op: &'static str, allow: Allow) -> Result<CallGuard<'s>, Error> {
+        if word.lost() || !word.kind().allows(allow) {
+            drop(held);
+            return Err(self.unusable(op));
+        }
+        Ok(CallGuard { shared: self, held: Some(held) })
+    }
+
+    /// [`enter`](Self::enter) while another thread's call holds the lock: waits for it, unless
+    /// that call is abandoned meanwhile.
+    #[cold]
+    #[inline(never)]
+    fn enter_contended(&self, op: &'static str, allow: Allow) -> Result<CallGuard<'_>, Error> {
+        let mut backoff = Backoff::new();
+        loop {
+            if let Some((held, word)) = self.gate.try_hold() {
+                return self.entered(held, word, op, allow);
+            }
+            if self.is_lost() {
+                return Err(self.unusable(op));
+            }
+            backoff.pause(None);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unusable(&self, operation: &'static str) -> Error {
+        Error::Unusable { operation, state: self.state() }
     }
 
     /// Calls `function` under the call lock; a fatal result marks the communicator failed.
@@ -434,16 +451,25 @@ impl Watched for Shared {
 /// asked for meanwhile.
 pub(crate) struct CallGuard<'s> {
     shared: &'s Shared,
-    call: Option<MutexGuard<'s, ()>>,
+    held: Option<Held<'s>>,
 }
 
 impl CallGuard<'_> {
     /// Records what `sym` returned: `ncclInProgress` reveals non-blocking mode; a fatal code
     /// fails the communicator (`ncclInvalidArgument` and `ncclInvalidUsage` had no effect).
+    #[inline(always)]
     pub(crate) fn note(&mut self, sym: Sym, r: NcclResult) {
+        if !r.is_success() {
+            self.note_unsuccessful(sym, r);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note_unsuccessful(&mut self, sym: Sym, r: NcclResult) {
         if r == NcclResult::IN_PROGRESS {
             self.shared.saw_in_progress();
-        } else if !r.is_success() && r != NcclResult::INVALID_ARGUMENT && r != NcclResult::INVALID_USAGE {
+        } else if r != NcclResult::INVALID_ARGUMENT && r != NcclResult::INVALID_USAGE {
             self.shared.change_state(|s| {
                 if matches!(*s, CommState::Ready) {
                     *s = CommState::Failed(Cause::Nccl { function: Nccl::name(sym), code: r });
@@ -462,14 +488,22 @@ impl CallGuard<'_> {
 }
 
 impl Drop for CallGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
-        if self.shared.has_pending_abort.load(Ordering::Acquire) && !self.shared.lost.load(Ordering::Acquire) {
-            if let Some(call) = self.call.take() {
-                // A creation's communicators are aborted by their creation (on its thread).
-                if locked(&self.shared.home).is_none() {
-                    let _ = self.shared.abort_locked(&call);
-                }
-            }
+        if let Some(held) = self.held.take().and_then(Held::release_unless_abort) {
+            self.shared.abort_as_call_leaves(held);
+        }
+    }
+}
+
+impl Shared {
+    /// The leaving call's part of an abort asked for while it ran: runs it (the lock still
+    /// held), unless the call was abandoned (its thread aborts once back) or the communicator
+    /// belongs to a creation (which aborts it on its own thread).
+    #[cold]
+    fn abort_as_call_leaves(&self, held: Held<'_>) {
+        if !self.is_lost() && locked(&self.home).is_none() {
+            let _ = self.abort_locked(&held);
         }
     }
 }

@@ -11,21 +11,43 @@ use crate::nccl::types::error::Error;
 
 impl Communicator {
     /// The safe forms' checks: the stream's and each buffer's device is the communicator's, and
-    /// a buffer bound to a stream is used on that stream.
-    pub(crate) fn check_access(
+    /// a buffer bound to a stream is used on that stream. Where nothing says its device (plain
+    /// buffers and streams), only the streams are compared, without reading the communicator.
+    #[inline]
+    pub(crate) fn check_access<S: Stream + ?Sized>(
         &self,
-        stream: &dyn Stream,
+        stream: &S,
+        buffers: &[(&'static str, Option<i32>, Option<*mut c_void>)],
+    ) -> Result<(), Error> {
+        let stream_device = stream.device();
+        if stream_device.is_some() || buffers.iter().any(|b| b.1.is_some()) {
+            return self.check_devices(stream_device, stream.as_raw(), buffers);
+        }
+        let raw = stream.as_raw();
+        match buffers.iter().find(|b| b.2.is_some_and(|s| s != raw)) {
+            Some(&(what, ..)) => Err(Error::StreamMismatch { what }),
+            None => Ok(()),
+        }
+    }
+
+    /// [`check_access`](Self::check_access) where a device is known: each in turn, the stream
+    /// first, then each buffer's device and stream.
+    #[inline(never)]
+    fn check_devices(
+        &self,
+        stream_device: Option<i32>,
+        stream: *mut c_void,
         buffers: &[(&'static str, Option<i32>, Option<*mut c_void>)],
     ) -> Result<(), Error> {
         let expected = self.cu_device()?;
-        if let Some(got) = stream.device().filter(|d| *d != expected) {
+        if let Some(got) = stream_device.filter(|d| *d != expected) {
             return Err(Error::DeviceMismatch { what: "the stream", expected, got });
         }
         for &(what, device, bound) in buffers {
             if let Some(got) = device.filter(|d| *d != expected) {
                 return Err(Error::DeviceMismatch { what, expected, got });
             }
-            if bound.is_some_and(|s| s != stream.as_raw()) {
+            if bound.is_some_and(|s| s != stream) {
                 return Err(Error::StreamMismatch { what });
             }
         }

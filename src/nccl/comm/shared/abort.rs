@@ -3,9 +3,9 @@
 //! whose thread aborts the communicator once NCCL returns. docs/adr/0023 has the bounds.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, MutexGuard, TryLockError};
+use std::sync::Arc;
 
-use super::{locked, Shared, QUERY_GRACE};
+use super::{locked, Held, Shared, QUERY_GRACE};
 use crate::nccl::comm::bounded::{spawn_bounded, Busy, Exit};
 use crate::nccl::library::functions::Sym;
 use crate::nccl::types::error::Error;
@@ -102,7 +102,7 @@ impl Shared {
     /// Asks for an abort with `cause` (the first cause asked for is kept).
     fn record_abort(&self, cause: Cause) {
         locked(&self.pending_abort).get_or_insert(cause);
-        self.has_pending_abort.store(true, Ordering::Release);
+        self.gate.set_abort_asked(true);
         if let Some(w) = self.watchdog.get() {
             w.wake();
         }
@@ -121,12 +121,10 @@ impl Shared {
     fn abort_here(&self, deadline: Deadline) -> Result<(), Error> {
         let mut backoff = Backoff::new();
         loop {
-            match self.call.try_lock() {
-                Ok(guard) => return self.abort_locked(&guard),
-                Err(TryLockError::Poisoned(p)) => return self.abort_locked(&p.into_inner()),
-                Err(TryLockError::WouldBlock) => {}
+            if let Some((held, _)) = self.gate.try_hold() {
+                return self.abort_locked(&held);
             }
-            if deadline.passed() || self.lost.load(Ordering::Acquire) {
+            if deadline.passed() || self.is_lost() {
                 trace_event!(
                     nccl,
                     WARN,
@@ -145,9 +143,9 @@ impl Shared {
     /// Runs a pending abort (the call lock is held): `ncclCommAbort` on the handle unless it
     /// was released already or NCCL never made it known (then only the state changes: whoever
     /// gets the handle later aborts it, see `create`).
-    pub(super) fn abort_locked(&self, _call: &MutexGuard<'_, ()>) -> Result<(), Error> {
+    pub(super) fn abort_locked(&self, _call: &Held<'_>) -> Result<(), Error> {
         let cause = locked(&self.pending_abort).take().unwrap_or(Cause::Requested);
-        self.has_pending_abort.store(false, Ordering::Release);
+        self.gate.set_abort_asked(false);
         if self.borrowed {
             // Reached only from inside (a creation stopping a borrowed parent, an abandoned
             // call's cleanup): the owner ends it. Not "aborted", so a creation that needed the
@@ -187,14 +185,14 @@ impl Shared {
     /// thread running that call aborts it when the call returns.
     pub(crate) fn abandon(&self, cause: Cause) {
         self.record_abort(cause);
-        self.lost.store(true, Ordering::Release);
+        self.gate.set_lost(true);
     }
 
     /// Run by the thread of an abandoned call once that call has returned (the call lock is
     /// free again): aborts the communicator, which nobody else may touch, or records that the
     /// call destroyed it. Returns whether NCCL's object is gone.
     pub(crate) fn finish_abandoned(&self, destroyed: bool) -> bool {
-        let call = locked(&self.call);
+        let call = self.gate.hold();
         let gone = if destroyed {
             self.released.store(true, Ordering::Release);
             self.change_state(|s| *s = CommState::Destroyed);
@@ -203,7 +201,7 @@ impl Shared {
             self.abort_locked(&call).is_ok() || self.handle().is_null()
         };
         drop(call);
-        self.lost.store(false, Ordering::Release);
+        self.gate.set_lost(false);
         gone
     }
 }

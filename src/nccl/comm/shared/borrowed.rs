@@ -4,8 +4,6 @@
 //! is refused by name, and giving it back (`Drop`) makes no NCCL call at all, only makes sure
 //! none follows.
 
-use std::sync::atomic::Ordering;
-use std::sync::TryLockError;
 
 use crate::nccl::types::error::Error;
 use crate::nccl::types::state::CommState;
@@ -47,13 +45,12 @@ impl Shared {
         }
         let mut backoff = Backoff::new();
         let _call = loop {
-            if self.lost.load(Ordering::Acquire) {
+            if self.is_lost() {
                 break None;
             }
-            match self.call.try_lock() {
-                Ok(g) => break Some(g),
-                Err(TryLockError::Poisoned(p)) => break Some(p.into_inner()),
-                Err(TryLockError::WouldBlock) => backoff.pause(None),
+            match self.gate.try_hold() {
+                Some((held, _)) => break Some(held),
+                None => backoff.pause(None),
             }
         };
         self.change_state(|s| *s = CommState::Released);

@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::nccl::comm::bounded::{spawn_bounded, BoundedCall, CallThread, Exit};
@@ -28,7 +28,7 @@ impl Shared {
             self.release_borrowed();
             return Ok(());
         }
-        if self.lost.load(Ordering::Acquire) {
+        if self.is_lost() {
             return Ok(());
         }
         let deadline = Deadline::after(limit);
@@ -53,7 +53,7 @@ impl Shared {
         if let Err(e) = self.finalize_within(deadline) {
             return match e {
                 Error::Unusable { .. } => Ok(()),
-                _ if self.lost.load(Ordering::Acquire) => {
+                _ if self.is_lost() => {
                     trace_event!(nccl, WARN, "teardown.finalize_failed", rank = self.rank_for_events(),
                         error = %e.for_events(), then = "lost",
                         "finalize at drop did not finish: the communicator is left to its thread");
@@ -179,7 +179,7 @@ impl Shared {
         );
         let call = call.map_err(|e| Error::Thread { name: "nccl-bounded-call", source: e.into() })?;
         let abandon = || self.abandon(Cause::Timeout { operation, waited: deadline.waited() });
-        match call.wait(deadline, &|| self.has_pending_abort.load(Ordering::Acquire), abandon) {
+        match call.wait(deadline, &|| self.has_abort_request(), abandon) {
             Some(r) => Ok((r?, call)),
             None if deadline.passed() => {
                 trace_event!(
@@ -199,10 +199,10 @@ impl Shared {
 
     /// The call lock for a call the owner started before it may have abandoned it.
     fn enter_even_if_lost(&self, op: &'static str) -> Result<CallGuard<'_>, Error> {
-        let call = self.call.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = self.gate.hold();
         match self.state() {
             CommState::Ready | CommState::Failed(_) | CommState::Revoked | CommState::Lost(_) => {
-                Ok(CallGuard { shared: self, call: Some(call) })
+                Ok(CallGuard { shared: self, held: Some(held) })
             }
             s => Err(Error::Unusable { operation: op, state: s }),
         }
