@@ -4,10 +4,13 @@
 //! `collectives`'). Which communicators joined is `nccl::comm::grouped`.
 
 use core::cell::RefCell;
+use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr;
+use std::sync::Arc;
 
 use crate::nccl::comm::grouped;
+use crate::nccl::comm::shared::Shared;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
@@ -66,9 +69,16 @@ impl<'n> Group<'n> {
                 shared.wait_done(Sym::GroupEnd, Deadline::after(shared.timeouts().operation))?;
             }
         }
-        for (shared, op) in members {
-            if let (Some(w), Some((op, stream))) = (shared.watchdog.get(), op) {
-                w.record(op, stream)?;
+        // One event per communicator and stream: the group's operations on one stream finish
+        // in order, so the event recorded after the last tracks them all; it carries the first
+        // one's description (the oldest, which a report names).
+        let mut recorded: Vec<(*const Shared, *mut c_void)> = Vec::new();
+        for (shared, op) in &members {
+            let (Some(w), Some((op, stream))) = (shared.watchdog.get(), op) else { continue };
+            let key = (Arc::as_ptr(shared), *stream);
+            if !recorded.contains(&key) {
+                recorded.push(key);
+                w.record(*op, *stream)?;
             }
         }
         Ok(())
