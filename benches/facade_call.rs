@@ -8,7 +8,8 @@
 //!   each, every variant runs 200000 calls in 8 chunks, each chunk followed by as many `direct`
 //!   calls; prints, as medians over the rounds, the ns per call of both, the difference (what
 //!   the facade adds) and the ratio, each paired within its round;
-//! - `<bench binary> count VARIANT ITERATIONS` (VARIANT: `direct`, `all_reduce`,
+//! - `<bench binary> count VARIANT ITERATIONS` (VARIANT: `direct`, `direct_locked` (the direct
+//!   call inside a lock of two compare-and-swaps: the floor of a lock per call), `all_reduce`,
 //!   `all_reduce_safe`, `group_p2p`):
 //!   exactly ITERATIONS calls, for callgrind: `(Ir(2N) - Ir(N)) / N` is one call (docs/perf.md).
 //!
@@ -145,6 +146,17 @@ impl Bench {
         .expect("ncclAllReduce");
     }
 
+    /// `direct` inside the cheapest call lock there is (one compare-and-swap to take it, one to
+    /// free it): the floor of any facade that takes a lock per call.
+    #[inline(never)]
+    fn direct_locked(&self) {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static LOCK: AtomicU32 = AtomicU32::new(0);
+        while LOCK.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {}
+        self.direct();
+        let _ = LOCK.compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed);
+    }
+
     /// The safe form on typed buffers: the length, device and stream checks, then the same
     /// enqueue.
     #[inline(never)]
@@ -175,10 +187,11 @@ impl Bench {
     fn run(&self, variant: &str) -> fn(&Bench) {
         match variant {
             "direct" => Bench::direct,
+            "direct_locked" => Bench::direct_locked,
             "all_reduce" => Bench::all_reduce,
             "all_reduce_safe" => Bench::all_reduce_safe,
             "group_p2p" => Bench::group_p2p,
-            other => panic!("unknown variant {other} (direct, all_reduce, all_reduce_safe, group_p2p)"),
+            other => panic!("unknown variant {other} (direct, direct_locked, all_reduce, all_reduce_safe, group_p2p)"),
         }
     }
 }
@@ -195,7 +208,7 @@ fn main() {
         return;
     }
     let rounds = args.first().map_or(ROUNDS, |r| r.parse().expect("ROUNDS"));
-    let variants = ["all_reduce", "all_reduce_safe", "group_p2p"];
+    let variants = ["direct_locked", "all_reduce", "all_reduce_safe", "group_p2p"];
     // Per round and variant: its time and that of the `direct` chunks interleaved with it.
     let mut rounds_of: Vec<Vec<(f64, f64)>> = vec![Vec::new(); variants.len()];
     let time = |f: fn(&Bench), calls: usize| {

@@ -3,12 +3,16 @@
 //! communicators of one rank each on GPU 0, `plain` and `watched` (a watchdog started on it),
 //! each with its own stream; 8 `float`s per operation.
 //!
-//! Variants, each timed in chunks of 256 enqueues interleaved with as many of its baseline (the
-//! streams are synchronised between chunks, untimed, so that neither queue backs up):
+//! Variants, each timed in chunks of 256 enqueues interleaved with as many of its baseline, in
+//! the order ABBA (the streams are synchronised before each chunk, untimed, so that no queue
+//! backs up):
 //!
+//! - `control`: `direct` against itself: what the method reads where nothing differs;
 //! - `raw`: `Communicator::all_reduce_raw` on `plain`, against `direct`: `ncclAllReduce` of
 //!   the same library through a `black_box`ed fn pointer, on `plain`'s handle;
 //! - `safe`: `Communicator::all_reduce` on typed buffers, against `direct`;
+//! - `record`: `direct`, then one `cuEventRecord` on the stream, against `direct`: the floor of
+//!   a watchdog that tracks every operation;
 //! - `watchdog`: `all_reduce_raw` on `watched`, against `all_reduce_raw` on `plain`.
 //!
 //! `<bench binary> [ROUNDS]` (default 15) prints, per variant, the medians over the rounds of
@@ -19,7 +23,7 @@ use core::ffi::c_void;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use nccl_trampoline::cuda::{DeviceStream, Driver};
+use nccl_trampoline::cuda::{DeviceStream, Driver, Event};
 use nccl_trampoline::nccl::{
     Communicator, DataType, DeviceBuffer, DeviceBufferMut, Error, Nccl, RedOp, Stream, WatchdogConfig,
 };
@@ -63,6 +67,7 @@ struct Bench<'d> {
     watched: Side<'d>,
     direct: AllReduceFn,
     handle: *mut c_void,
+    event: Event<'d>,
     send: Floats,
     recv: Floats,
 }
@@ -106,7 +111,12 @@ impl Bench<'_> {
 
     fn run(&mut self, variant: &str, baseline: bool) {
         match (variant, baseline) {
-            ("raw" | "safe", true) => self.direct(),
+            ("control" | "raw" | "safe" | "record", true) | ("control", false) => self.direct(),
+            ("record", false) => {
+                self.direct();
+                // SAFETY: a live event and stream of GPU 0.
+                unsafe { self.event.record(self.plain.stream.raw()) }.expect("cuEventRecord");
+            }
             ("raw", false) | ("watchdog", true) => self.raw(&self.plain),
             ("safe", false) => self.safe(),
             ("watchdog", false) => self.raw(&self.watched),
@@ -171,6 +181,7 @@ fn main() {
         watched,
         direct,
         handle,
+        event: driver.event().expect("an event"),
         send: Floats(base),
         // SAFETY: inside the allocation of 2 * COUNT floats.
         recv: Floats(unsafe { base.cast::<u8>().add(COUNT * 4) }.cast()),
@@ -182,13 +193,25 @@ fn main() {
         nccl.path().display()
     );
     println!("  {:<9} {:<16} {:>12} {:>9} {:>9}", "variant", "baseline", "baseline ns", "ns", "added ns");
-    for (variant, baseline) in [("raw", "direct"), ("safe", "direct"), ("watchdog", "raw, no watchdog")] {
+    let variants = [
+        ("control", "direct"),
+        ("raw", "direct"),
+        ("safe", "direct"),
+        ("record", "direct"),
+        ("watchdog", "raw, no watchdog"),
+    ];
+    for (variant, baseline) in variants {
         let mut pairs = Vec::new();
         for round in 0..=rounds {
             let (mut b, mut x) = (0.0, 0.0);
-            for _ in 0..CHUNKS {
-                b += bench.chunk(variant, true);
-                x += bench.chunk(variant, false);
+            for chunk in 0..CHUNKS {
+                if chunk % 2 == 0 {
+                    b += bench.chunk(variant, true);
+                    x += bench.chunk(variant, false);
+                } else {
+                    x += bench.chunk(variant, false);
+                    b += bench.chunk(variant, true);
+                }
             }
             if round > 0 {
                 let n = (CHUNK * CHUNKS) as f64;

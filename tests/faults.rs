@@ -12,7 +12,7 @@ mod common;
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
-use common::standin::{id, load, serial, FakeStream, HostBuf};
+use common::standin::{event_calls, id, load, serial, FakeStream, HostBuf};
 use nccl_trampoline::nccl::Error;
 use nccl_trampoline::nccl::{
     Cause, CommOptions, CommState, Communicator, Config, DataType, Nccl, NcclResult, Problem, RedOp, ShrinkMode,
@@ -437,6 +437,54 @@ fn the_watchdog_reports_the_stalled_operation_within_its_timeout_and_aborts() {
     let text = report.to_string();
     assert!(text.starts_with("ncclAllReduce #4 (1234 elements of type 7) did not finish within"), "{text}");
     assert!(!text.contains("UniqueId") && !text.contains(&format!("{:?}", &id().as_bytes()[..4])), "{text}");
+}
+
+#[test]
+fn the_watchdog_records_one_event_per_operation_and_never_queries_or_creates_on_the_enqueue_path() {
+    let _g = serial();
+    let (nccl, _log) = load(23203);
+    let c = comm(&nccl, 2, None);
+    // The watchdog's own thread looks only once an hour here: every event call below is the
+    // enqueuing thread's.
+    c.start_watchdog(WatchdogConfig::new(Duration::from_secs(60)).poll(Duration::from_secs(3600))).unwrap();
+    let before = event_calls();
+    for _ in 0..300 {
+        all_reduce(&c, 64, 0x45).unwrap();
+    }
+    let after = event_calls();
+    // Before one event was re-recorded per burst, each operation took a spare event (64 made at
+    // start) and then queried the oldest one: 236 queries here.
+    assert_eq!([after[0] - before[0], after[1] - before[1], after[2] - before[2]], [0, 300, 0], "create, record, query");
+    // A group's operations on one stream: one record at its end.
+    let group = nccl.group().unwrap();
+    for _ in 0..3 {
+        all_reduce(&c, 64, 0x45).unwrap();
+    }
+    group.end().unwrap();
+    assert_eq!(event_calls()[1] - after[1], 1, "one cuEventRecord for the group");
+    c.wait(&FakeStream::new(0x45)).unwrap();
+}
+
+#[test]
+fn a_report_of_a_burst_names_its_first_operation_and_how_many_followed() {
+    let _g = serial();
+    let (nccl, log) = load(23203);
+    let c = comm(&nccl, 2, None);
+    c.start_watchdog(WatchdogConfig::new(Duration::from_millis(500))).unwrap();
+    // Two operations back to back on one stream (well within a hundredth of the timeout, 5 ms):
+    // one event tracks both; the second hangs.
+    all_reduce(&c, 100, 0x46).unwrap();
+    log.set("hang_collective", 1);
+    all_reduce(&c, 200, 0x46).unwrap();
+    let err = c.wait(&FakeStream::new(0x46)).unwrap_err();
+    assert!(matches!(err, Error::Unusable { .. }), "{err}");
+    let report = match aborted_by(c.state()) {
+        Cause::Watchdog(r) => *r,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((report.operation, report.sequence, report.count, report.later), (Some("ncclAllReduce"), 1, 100, 1));
+    let text = report.to_string();
+    assert!(text.starts_with("ncclAllReduce #1 (100 elements of type 7) or the operation after it on its stream did not finish within"), "{text}");
 }
 
 #[test]

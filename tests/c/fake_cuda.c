@@ -353,13 +353,19 @@ CUresult cuStreamGetCtx(void *s, void **ctx) {
 /* An event marks the work queued on a stream when it was recorded; the stand-in runs that
  * work at once, so the event's time is when it was recorded. */
 struct event { uintptr_t stream; long ticket; int recorded, device; struct timespec at; };
+/* How many times each event call was made (fake_cuda_event_calls: 0 create, 1 record, 2 query),
+ * for the tests of what the watchdog costs per operation. */
+static long event_calls[3];
+long fake_cuda_event_calls(int which) { return __atomic_load_n(&event_calls[which], __ATOMIC_SEQ_CST); }
 CUresult cuEventCreate(void **e, unsigned flags) {
     (void)flags;
+    __atomic_add_fetch(&event_calls[0], 1, __ATOMIC_SEQ_CST);
     *e = calloc(1, sizeof(struct event));
     return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult cuEventRecord(void *e, void *s) {
     struct event *ev = e;
+    __atomic_add_fetch(&event_calls[1], 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&lock);
     struct stream *st = find((uintptr_t)s);
     ev->stream = (uintptr_t)s;
@@ -372,6 +378,7 @@ CUresult cuEventRecord(void *e, void *s) {
 }
 CUresult cuEventQuery(void *e) {
     struct event *ev = e;
+    __atomic_add_fetch(&event_calls[2], 1, __ATOMIC_SEQ_CST);
     if (!ev->recorded) return CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
     struct stream *st = find_on(ev->stream, ev->device);

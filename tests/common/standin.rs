@@ -67,6 +67,16 @@ pub fn load(code: u32) -> (Nccl, Log) {
     (nccl, log)
 }
 
+/// How many `cuEventCreate`, `cuEventRecord` and `cuEventQuery` calls the stand-in CUDA driver
+/// has answered so far, in this process.
+pub fn event_calls() -> [i64; 3] {
+    // SAFETY: the stand-in CUDA driver built by this test; already loaded by `load`.
+    let cuda = unsafe { libloading::Library::new(fake_cuda()) }.unwrap();
+    // SAFETY: the stand-in's own counter, with this prototype.
+    let calls = unsafe { *cuda.get::<extern "C" fn(i32) -> i64>(b"fake_cuda_event_calls").unwrap() };
+    [calls(0), calls(1), calls(2)]
+}
+
 /// The stand-in's hooks: recording, failure injection and fault modes.
 pub struct Log(libloading::Library);
 

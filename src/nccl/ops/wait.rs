@@ -34,6 +34,7 @@ impl Communicator {
             driver.set_current(shared.context)?;
         }
         let event = driver.event()?;
+        let watched = shared.watchdog.get().map(|w| (w, w.recorded_so_far()));
         // SAFETY: the `Stream` contract: a live stream of this device (current context).
         let recorded = unsafe { event.record(stream.as_raw()) };
         let result = recorded.map_err(Error::from).and_then(|()| {
@@ -48,6 +49,9 @@ impl Communicator {
                     // Finished, unless an abort (which ends the kernels early) came meanwhile.
                     let state = shared.state();
                     return if matches!(state, CommState::Ready) {
+                        if let Some((w, through)) = watched {
+                            w.finished(stream.as_raw(), through);
+                        }
                         Ok(())
                     } else {
                         Err(Error::Unusable { operation: "stream wait", state })

@@ -130,6 +130,10 @@ pub struct WatchdogReport {
     pub operation: Option<&'static str>,
     /// Its sequence number on this communicator (1 for the first operation watched).
     pub sequence: u64,
+    /// How many operations enqueued after it on its stream, within a hundredth of the timeout
+    /// (at most 10 ms), one event tracked with it: one of them (or it) did not finish, the
+    /// watchdog cannot tell which.
+    pub later: u64,
     /// Its element count.
     pub count: usize,
     /// Its element type.
@@ -154,6 +158,11 @@ impl fmt::Display for WatchdogReport {
                     write!(f, ", root/peer {p}")?;
                 }
                 f.write_str(")")?;
+                match self.later {
+                    0 => {}
+                    1 => f.write_str(" or the operation after it on its stream")?,
+                    n => write!(f, " or one of the {n} operations after it on its stream")?,
+                }
             }
             None => f.write_str("the communicator")?,
         }
