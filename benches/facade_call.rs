@@ -60,10 +60,7 @@ struct Fake(usize);
 unsafe impl DeviceBuffer<f32> for Fake {
     type Guard<'a> = ();
 
-    fn device_ptr<'a>(
-        &'a self,
-        _: &'a dyn Stream,
-    ) -> Result<(*const c_void, ()), nccl_trampoline::nccl::Error> {
+    fn device_ptr<'a>(&'a self, _: &'a dyn Stream) -> Result<(*const c_void, ()), nccl_trampoline::nccl::Error> {
         Ok((self.0 as *const c_void, ()))
     }
 
@@ -74,10 +71,7 @@ unsafe impl DeviceBuffer<f32> for Fake {
 
 // SAFETY: as above.
 unsafe impl DeviceBufferMut<f32> for Fake {
-    fn device_ptr_mut<'a>(
-        &'a mut self,
-        _: &'a dyn Stream,
-    ) -> Result<(*mut c_void, ()), nccl_trampoline::nccl::Error> {
+    fn device_ptr_mut<'a>(&'a mut self, _: &'a dyn Stream) -> Result<(*mut c_void, ()), nccl_trampoline::nccl::Error> {
         Ok((self.0 as *mut c_void, ()))
     }
 }

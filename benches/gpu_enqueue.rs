@@ -146,8 +146,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let rounds: usize =
-        std::env::args().skip(1).find(|a| a != "--bench").map_or(15, |r| r.parse().expect("ROUNDS"));
+    let rounds: usize = std::env::args().skip(1).find(|a| a != "--bench").map_or(15, |r| r.parse().expect("ROUNDS"));
     let driver = match Driver::load().and_then(|d| d.device_count().map(|n| (d, n))) {
         Ok((d, n)) if n > 0 => d,
         _ => {

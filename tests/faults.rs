@@ -454,7 +454,11 @@ fn the_watchdog_records_one_event_per_operation_and_never_queries_or_creates_on_
     let after = event_calls();
     // Before one event was re-recorded per burst, each operation took a spare event (64 made at
     // start) and then queried the oldest one: 236 queries here.
-    assert_eq!([after[0] - before[0], after[1] - before[1], after[2] - before[2]], [0, 300, 0], "create, record, query");
+    assert_eq!(
+        [after[0] - before[0], after[1] - before[1], after[2] - before[2]],
+        [0, 300, 0],
+        "create, record, query"
+    );
     // A group's operations on one stream: one record at its end.
     let group = nccl.group().unwrap();
     for _ in 0..3 {
@@ -484,7 +488,12 @@ fn a_report_of_a_burst_names_its_first_operation_and_how_many_followed() {
     };
     assert_eq!((report.operation, report.sequence, report.count, report.later), (Some("ncclAllReduce"), 1, 100, 1));
     let text = report.to_string();
-    assert!(text.starts_with("ncclAllReduce #1 (100 elements of type 7) or the operation after it on its stream did not finish within"), "{text}");
+    assert!(
+        text.starts_with(
+            "ncclAllReduce #1 (100 elements of type 7) or the operation after it on its stream did not finish within"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

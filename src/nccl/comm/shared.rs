@@ -279,7 +279,7 @@ impl Shared {
         }
     }
 
-        /// Creation finished with `handle`: record it and the rank facts, and make it usable.
+    /// Creation finished with `handle`: record it and the rank facts, and make it usable.
     pub(crate) fn complete(&self, handle: *mut c_void, info: RankInfo) {
         self.handle.store(handle, Ordering::Release);
         let _ = self.info.set(info);
@@ -322,7 +322,13 @@ impl Shared {
     /// change that matters here is made under the call lock, or is final, so the kind read as
     /// the lock was taken stays true for this call.
     #[inline(always)]
-    fn entered<'s>(&'s self, held: Held<'s>, word: Word, op: &'static str, allow: Allow) -> Result<CallGuard<'s>, Error> {
+    fn entered<'s>(
+        &'s self,
+        held: Held<'s>,
+        word: Word,
+        op: &'static str,
+        allow: Allow,
+    ) -> Result<CallGuard<'s>, Error> {
         if word.lost() || !word.kind().allows(allow) {
             drop(held);
             return Err(self.unusable(op));

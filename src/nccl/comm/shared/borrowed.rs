@@ -4,7 +4,6 @@
 //! is refused by name, and giving it back (`Drop`) makes no NCCL call at all, only makes sure
 //! none follows.
 
-
 use crate::nccl::types::error::Error;
 use crate::nccl::types::state::CommState;
 use crate::time::Backoff;

@@ -1,7 +1,13 @@
-//! The communicator's call lock and what a call's entry needs of its state, in one word: a call
-//! is entered with one compare-and-swap and left with another, and nothing else is locked on
-//! the way (ADR 32). The rare paths (an abort asked for, a call abandoned, a state change) set
-//! their bit in the same word, so the leaving call sees them in the value its swap compares.
+//! The communicator's call lock and what a call's entry needs of its state, in two words: a
+//! call is entered with one compare-and-swap on the lock and a read of the flags, and left with
+//! a read of the flags and a plain store; nothing else is locked on the way (ADR 32). Only the
+//! lock's holder writes the lock word, so freeing it needs no atomic read-modify-write; the
+//! rare paths (an abort asked for, a call abandoned, a state change) write the flags word.
+//!
+//! An abort asked for while a call holds the lock is run by that call as it leaves, or by the
+//! thread that asked: the leaving call reads the flags before it frees the lock, and a request
+//! that came after that read is still trying to take the lock (an abort waits for it until its
+//! deadline, see `abort.rs`), so it takes it the moment the call frees it.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -19,16 +25,14 @@ pub(super) enum Kind {
     Over = 3,
 }
 
-/// The word's bits: the kind in the two lowest.
+/// The flags' bits: the kind in the two lowest.
 const KIND: u32 = 0b11;
-/// The call lock: an NCCL call on the handle is running (NCCL's one-thread-at-a-time rule).
-const BUSY: u32 = 1 << 2;
 /// An NCCL call on the handle was abandoned inside NCCL: nobody waits for the lock.
 const LOST: u32 = 1 << 3;
 /// An abort was asked for and has not run: the call holding the lock runs it as it leaves.
 const ABORT: u32 = 1 << 4;
 
-/// One reading of the word.
+/// One reading of the flags.
 #[derive(Clone, Copy)]
 pub(super) struct Word(u32);
 
@@ -51,16 +55,21 @@ impl Word {
     }
 }
 
-/// The word (see the module).
-pub(super) struct Gate(AtomicU32);
+/// The call lock and the flags (see the module).
+pub(super) struct Gate {
+    /// 1 while an NCCL call on the handle runs (NCCL's one-thread-at-a-time rule); written
+    /// only by a compare-and-swap from 0 and by its holder.
+    lock: AtomicU32,
+    flags: AtomicU32,
+}
 
 impl Gate {
     pub(super) const fn new() -> Gate {
-        Gate(AtomicU32::new(Kind::Creating as u32))
+        Gate { lock: AtomicU32::new(0), flags: AtomicU32::new(Kind::Creating as u32) }
     }
 
     pub(super) fn load(&self) -> Word {
-        Word(self.0.load(Ordering::Acquire))
+        Word(self.flags.load(Ordering::SeqCst))
     }
 
     pub(super) fn set_kind(&self, kind: Kind) {
@@ -76,23 +85,20 @@ impl Gate {
     }
 
     fn update(&self, f: impl Fn(u32) -> u32) {
-        let _ = self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| Some(f(w)));
+        let _ = self.flags.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| Some(f(w)));
     }
 
-    /// Takes the call lock if it is free now (lost or not: the caller decides), with the word as
-    /// it was taken.
+    /// Takes the call lock if it is free now (lost or not: the caller decides), with the flags
+    /// as they were once it was taken. The swap and the read are sequentially consistent, so a
+    /// request that set its flag before the swap is seen, and one that came after finds the
+    /// lock taken.
     #[inline(always)]
     pub(super) fn try_hold(&self) -> Option<(Held<'_>, Word)> {
-        let mut w = self.0.load(Ordering::Relaxed);
-        // Another bit may change meanwhile (a state change, an abort asked for): the swap fails
-        // and the next attempt reads it.
-        while w & BUSY == 0 {
-            match self.0.compare_exchange_weak(w, w | BUSY, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some((Held(self), Word(w))),
-                Err(now) => w = now,
-            }
+        if self.lock.load(Ordering::Relaxed) != 0 {
+            return None;
         }
-        None
+        self.lock.compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed).ok()?;
+        Some((Held(self), self.load()))
     }
 
     /// Takes the call lock, waiting for the call that holds it however long it runs.
@@ -111,28 +117,23 @@ impl Gate {
 pub(super) struct Held<'g>(&'g Gate);
 
 impl Held<'_> {
-    /// Frees the lock in one swap unless an abort was asked for: then the lock is handed back,
-    /// still held, for the caller to run the abort first.
+    /// Frees the lock unless an abort was asked for: then the lock is handed back, still held,
+    /// for the caller to run the abort first. A request made after the flags were read here
+    /// finds the lock taken and waits for it (see the module).
     #[inline(always)]
     pub(super) fn release_unless_abort(self) -> Option<Self> {
-        let gate = &self.0 .0;
-        let mut w = gate.load(Ordering::Relaxed);
-        while w & ABORT == 0 {
-            match gate.compare_exchange_weak(w, w & !BUSY, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => {
-                    core::mem::forget(self);
-                    return None;
-                }
-                Err(now) => w = now,
-            }
+        if self.0.load().abort_asked() {
+            return Some(self);
         }
-        Some(self)
+        drop(self);
+        None
     }
 }
 
 impl Drop for Held<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        self.0 .0.fetch_and(!BUSY, Ordering::Release);
+        self.0.lock.store(0, Ordering::Release);
     }
 }
 
