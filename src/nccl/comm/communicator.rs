@@ -246,7 +246,8 @@ impl Drop for Communicator {
 impl Communicator {
     /// Starts this communicator's watchdog (needs the CUDA driver: [`Nccl::cuda`](crate::nccl::Nccl::cuda)).
     /// Every operation enqueued afterwards is watched; see [`WatchdogConfig`]. Starting it twice
-    /// is an error. Cost per operation: one event record (measured in docs/perf.md).
+    /// is an error. Cost per operation: one event record (a burst on one stream, within 1 % of
+    /// the timeout, shares one event, recorded again after each; measured in docs/perf.md).
     ///
     /// On a borrowed communicator only [`WatchdogAction::MarkFailed`] is allowed: `Abort` is
     /// refused ([`Error::NotOwned`]) rather than quietly weakened, since its owner must then
