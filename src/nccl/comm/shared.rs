@@ -118,8 +118,8 @@ pub(crate) struct Shared {
     finalized: AtomicBool,
     /// The call lock, held for every NCCL call on the handle (NCCL's one-thread-at-a-time rule),
     /// and beside it the state's kind, whether a call was abandoned (lost) and whether an abort
-    /// waits: one word, so that a call enters and leaves with one atomic swap each. State
-    /// changes that go with a call are made while the lock is held.
+    /// waits (`gate.rs`): a call enters with one compare-and-swap and leaves with a plain
+    /// store. State changes that go with a call are made while the lock is held.
     gate: Gate,
     /// Where the communicator is in its life. Its lock is only ever held to read or change it,
     /// never across an NCCL call, so reading the state never waits for NCCL. Changed only

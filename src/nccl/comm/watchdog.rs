@@ -197,12 +197,18 @@ impl Watchdog {
     /// so its age is that of its oldest operation; an operation is reported late at most that
     /// span early.
     pub(crate) fn record(&self, op: OpInfo, stream: *mut c_void) -> Result<(), Error> {
+        self.record_ops(op, stream, 1)
+    }
+
+    /// [`record`](Self::record) after `ops` operations just enqueued on `stream`, `first` the
+    /// first of them (a group's operations on one stream, at its end).
+    pub(crate) fn record_ops(&self, first: OpInfo, stream: *mut c_void, ops: u64) -> Result<(), Error> {
         let now = Instant::now();
         let mut inner = self.lock();
         if inner.stopped {
             return Ok(());
         }
-        inner.next += 1;
+        inner.next += ops;
         let number = inner.next;
         let span = (self.config.timeout / SPAN_DIVISOR).min(MAX_SPAN);
         if let Some(newest) = inner.queue.back_mut().filter(|t| t.stream == stream && now - t.enqueued < span) {
@@ -210,7 +216,7 @@ impl Watchdog {
             // the stream the operation was just enqueued on.
             unsafe { self.driver.event_record_raw(newest.event, stream) }?;
             newest.last = number;
-            newest.ops += 1;
+            newest.ops += ops;
             return Ok(());
         }
         // No event is created on this path while one can be reused: a spare one, else the
@@ -233,7 +239,8 @@ impl Watchdog {
             inner.spare.push(event);
             return Err(e.into());
         }
-        inner.queue.push_back(Tracked { sequence: number, op, event, stream, enqueued: now, last: number, ops: 1 });
+        let sequence = number + 1 - ops;
+        inner.queue.push_back(Tracked { sequence, op: first, event, stream, enqueued: now, last: number, ops });
         Ok(())
     }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::nccl::comm::grouped;
 use crate::nccl::comm::shared::Shared;
+use crate::nccl::comm::watchdog::OpInfo;
 use crate::nccl::library::functions::Sym;
 use crate::nccl::library::load::Nccl;
 use crate::nccl::types::enums::NcclResult;
@@ -70,15 +71,19 @@ impl<'n> Group<'n> {
             }
         }
         // One event per communicator and stream: the group's operations on one stream finish
-        // in order, so the event recorded after the last tracks them all; it carries the first
-        // one's description (the oldest, which a report names).
-        let mut recorded: Vec<(*const Shared, *mut c_void)> = Vec::new();
+        // in order, so the event recorded after the last tracks them all; the first one's
+        // description (the oldest, which a report names) and how many there are.
+        let mut streams: Vec<(&Arc<Shared>, OpInfo, *mut c_void, u64)> = Vec::new();
         for (shared, op) in &members {
-            let (Some(w), Some((op, stream))) = (shared.watchdog.get(), op) else { continue };
-            let key = (Arc::as_ptr(shared), *stream);
-            if !recorded.contains(&key) {
-                recorded.push(key);
-                w.record(*op, *stream)?;
+            let (Some(_), Some((op, stream))) = (shared.watchdog.get(), op) else { continue };
+            match streams.iter_mut().find(|s| Arc::ptr_eq(s.0, shared) && s.2 == *stream) {
+                Some(s) => s.3 += 1,
+                None => streams.push((shared, *op, *stream, 1)),
+            }
+        }
+        for (shared, first, stream, ops) in streams {
+            if let Some(w) = shared.watchdog.get() {
+                w.record_ops(first, stream, ops)?;
             }
         }
         Ok(())
