@@ -7,6 +7,10 @@
 #     with every NCCL build here (the system's and the Python environment's wheel).
 # Each binary set is a folder of .device-bin holding `facade_call` and `gpu_enqueue`; SETS
 # (default "after") names them (e.g. "before after": the two alternate, so drift hits both).
+# scripts/gpu-test.sh stages this tree's as "after"; another commit's: check it out in a
+# worktree, copy this tree's benches/facade_call.rs, benches/gpu_enqueue.rs and their
+# Cargo.toml entries there, `cargo bench --bench facade_call --bench gpu_enqueue --no-run`, and
+# copy the two binaries into .device-bin/before (docs/perf.md, "Issue 24").
 # ROUNDS (default 15) per run, RUNS (default 2) runs per set and library; pinned to core
 # ${CORE:-2}. Logs in ${OUT:-enqueue-logs}/.
 set -uo pipefail

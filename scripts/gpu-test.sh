@@ -36,6 +36,10 @@ benches=$(cargo bench --features bench --no-run --message-format=json 2>/dev/nul
 cp "$(executable call_overhead <<<"$benches")" .device-bin/call_overhead
 cp "$(executable event_record <<<"$benches")" .device-bin/event_record
 cp "$(executable facade_call <<<"$benches")" .device-bin/facade_call
+# scripts/gpu-enqueue.sh's set "after": this tree's facade benchmarks.
+mkdir -p .device-bin/after
+cp "$(executable facade_call <<<"$benches")" "$(executable gpu_enqueue <<<"$benches")" .device-bin/after/
+strip .device-bin/after/*
 find .device-bin -maxdepth 1 -type f -exec strip {} +
 ls -l .device-bin/
 echo "carried: $(du -sh .device-bin | cut -f1) (.device-bin, at most 64 MiB with the tree)"
