@@ -344,70 +344,71 @@ HANDLER_START(nt_wstk)
 HANDLER_END(nt_wstk)
 TABLE_CHECK(H_COPY)
 
-/* Vector moves of one copy width: sse = 16 bytes (movups, %xmm0-3); avx = 32 bytes (vmovdqu,
- * %ymm0-3, vzeroupper after); avx512vl = 32 bytes (vmovdqu64, %ymm16-19: EVEX-only
- * registers, no vzeroupper needed, no zmm). The plan picks one from the CPU's features. */
-.macro VLD w, n, mem
+/* Vector moves of one copy width, `vw` bytes each (16 or 32): sse = movups, %xmm0-3 (16 bytes
+ * only); avx = vmovdqu, %xmm0-3 / %ymm0-3 (vzeroupper after); avx512vl = vmovdqu64, %xmm16-19 /
+ * %ymm16-19 (EVEX-only registers, no vzeroupper needed, no zmm). A 16-byte move of a 32-byte
+ * width stays in its encoding family (no SSE/AVX transition). The plan picks the width from the
+ * CPU's features. */
+.macro VMOV w, vw, n, ld, mem
     .ifc \w, sse
-    movups  \mem, %xmm\n
+    VMOV1   movups, xmm, \n, \ld, \mem
     .endif
     .ifc \w, avx
-    vmovdqu \mem, %ymm\n
-    .endif
-    .ifc \w, avx512vl
-    .if \n == 0
-    vmovdqu64 \mem, %ymm16
-    .elseif \n == 1
-    vmovdqu64 \mem, %ymm17
-    .elseif \n == 2
-    vmovdqu64 \mem, %ymm18
+    .if \vw == 32
+    VMOV1   vmovdqu, ymm, \n, \ld, \mem
     .else
-    vmovdqu64 \mem, %ymm19
+    VMOV1   vmovdqu, xmm, \n, \ld, \mem
     .endif
-    .endif
-.endm
-.macro VST w, n, mem
-    .ifc \w, sse
-    movups  %xmm\n, \mem
-    .endif
-    .ifc \w, avx
-    vmovdqu %ymm\n, \mem
     .endif
     .ifc \w, avx512vl
-    .if \n == 0
-    vmovdqu64 %ymm16, \mem
-    .elseif \n == 1
-    vmovdqu64 %ymm17, \mem
-    .elseif \n == 2
-    vmovdqu64 %ymm18, \mem
+    .if \vw == 32
+    VMOV1   vmovdqu64, ymm1, (\n + 6), \ld, \mem
     .else
-    vmovdqu64 %ymm19, \mem
+    VMOV1   vmovdqu64, xmm1, (\n + 6), \ld, \mem
     .endif
     .endif
 .endm
-/* A 16-byte move in the same encoding family (no SSE/AVX transition). */
-.macro VLD16 w, mem
-    .ifc \w, avx
-    vmovdqu \mem, %xmm0
-    .endif
-    .ifc \w, avx512vl
-    vmovdqu64 \mem, %xmm16
+/* One move: `op mem, %<bank><n>` (ld = 1) or `op %<bank><n>, mem`; avx512vl's bank "ymm1" /
+ * "xmm1" with n + 6 = 6..9 names %ymm16-19 / %xmm16-19. */
+.macro VMOV1 op, bank, n, ld, mem
+    .if \n == 0
+    VMOV2   \op, %\bank\()0, \ld, \mem
+    .elseif \n == 1
+    VMOV2   \op, %\bank\()1, \ld, \mem
+    .elseif \n == 2
+    VMOV2   \op, %\bank\()2, \ld, \mem
+    .elseif \n == 3
+    VMOV2   \op, %\bank\()3, \ld, \mem
+    .elseif \n == 6
+    VMOV2   \op, %\bank\()6, \ld, \mem
+    .elseif \n == 7
+    VMOV2   \op, %\bank\()7, \ld, \mem
+    .elseif \n == 8
+    VMOV2   \op, %\bank\()8, \ld, \mem
+    .else
+    VMOV2   \op, %\bank\()9, \ld, \mem
     .endif
 .endm
-.macro VST16 w, mem
-    .ifc \w, avx
-    vmovdqu %xmm0, \mem
+.macro VMOV2 op, reg, ld, mem
+    .if \ld
+    \op     \mem, \reg
+    .else
+    \op     \reg, \mem
     .endif
-    .ifc \w, avx512vl
-    vmovdqu64 %xmm16, \mem
-    .endif
+.endm
+.macro VLD w, vw, n, mem
+    VMOV    \w, \vw, \n, 1, \mem
+.endm
+.macro VST w, vw, n, mem
+    VMOV    \w, \vw, \n, 0, \mem
 .endm
 
-/* Copies %rcx bytes (1 to 4096) from %rsi to %rdi, never touching a byte outside either
- * range: four vectors per loop step, then up to three more, then one last vector that ends
- * exactly at the end (it may overlap the one before); shorter copies use two overlapping
- * moves of the largest width that fits. Clobbers %rax, %rdx, %r8, %r9 and vector scratch. */
-.macro COPY_BYTES w, vw
+/* Moves %rcx bytes (1 to 4096) from %rsi to %rdi with `vw`-byte vectors, never touching a byte
+ * outside either range: four vectors per loop step (loads before stores), then up to three
+ * more, then one last vector that ends exactly at the end (it may overlap the one before);
+ * shorter copies use two overlapping moves of the largest width that fits. Ends at `done`.
+ * Clobbers %rax, %rdx, %r8, %r9 and vector scratch. */
+.macro COPY_MOVES w, vw, done
     cmp     $\vw, %rcx
     jb      .Lsmall\@
     lea     -\vw(%rsi,%rcx), %r8
@@ -415,49 +416,49 @@ TABLE_CHECK(H_COPY)
     cmp     $4*\vw, %rcx
     jb      .Ltail\@
 .Lloop\@:
-    VLD     \w, 0, (%rsi)
-    VLD     \w, 1, \vw(%rsi)
-    VLD     \w, 2, 2*\vw(%rsi)
-    VLD     \w, 3, 3*\vw(%rsi)
-    VST     \w, 0, (%rdi)
-    VST     \w, 1, \vw(%rdi)
-    VST     \w, 2, 2*\vw(%rdi)
-    VST     \w, 3, 3*\vw(%rdi)
+    VLD     \w, \vw, 0, (%rsi)
+    VLD     \w, \vw, 1, \vw(%rsi)
+    VLD     \w, \vw, 2, 2*\vw(%rsi)
+    VLD     \w, \vw, 3, 3*\vw(%rsi)
+    VST     \w, \vw, 0, (%rdi)
+    VST     \w, \vw, 1, \vw(%rdi)
+    VST     \w, \vw, 2, 2*\vw(%rdi)
+    VST     \w, \vw, 3, 3*\vw(%rdi)
     add     $4*\vw, %rsi
     add     $4*\vw, %rdi
     sub     $4*\vw, %rcx
     cmp     $4*\vw, %rcx
     jae     .Lloop\@
     test    %rcx, %rcx
-    jz      .Ldone\@
+    jz      \done
 .Ltail\@:
     cmp     $\vw, %rcx
     jbe     .Llast\@
-    VLD     \w, 0, (%rsi)
-    VST     \w, 0, (%rdi)
+    VLD     \w, \vw, 0, (%rsi)
+    VST     \w, \vw, 0, (%rdi)
     cmp     $2*\vw, %rcx
     jbe     .Llast\@
-    VLD     \w, 1, \vw(%rsi)
-    VST     \w, 1, \vw(%rdi)
+    VLD     \w, \vw, 1, \vw(%rsi)
+    VST     \w, \vw, 1, \vw(%rdi)
     cmp     $3*\vw, %rcx
     jbe     .Llast\@
-    VLD     \w, 2, 2*\vw(%rsi)
-    VST     \w, 2, 2*\vw(%rdi)
+    VLD     \w, \vw, 2, 2*\vw(%rsi)
+    VST     \w, \vw, 2, 2*\vw(%rdi)
 .Llast\@:
-    VLD     \w, 3, (%r8)
-    VST     \w, 3, (%r9)
-    jmp     .Ldone\@
+    VLD     \w, \vw, 3, (%r8)
+    VST     \w, \vw, 3, (%r9)
+    jmp     \done
 .Lsmall\@:
     .if \vw > 16
     cmp     $16, %rcx
     jb      .Ls8\@
     lea     -16(%rsi,%rcx), %r8
     lea     -16(%rdi,%rcx), %r9
-    VLD16   \w, (%rsi)
-    VST16   \w, (%rdi)
-    VLD16   \w, (%r8)
-    VST16   \w, (%r9)
-    jmp     .Ldone\@
+    VLD     \w, 16, 0, (%rsi)
+    VST     \w, 16, 0, (%rdi)
+    VLD     \w, 16, 1, (%r8)
+    VST     \w, 16, 1, (%r9)
+    jmp     \done
     .endif
 .Ls8\@:
     cmp     $8, %rcx
@@ -466,7 +467,7 @@ TABLE_CHECK(H_COPY)
     mov     -8(%rsi,%rcx), %rdx
     mov     %rax, (%rdi)
     mov     %rdx, -8(%rdi,%rcx)
-    jmp     .Ldone\@
+    jmp     \done
 .Ls4\@:
     cmp     $4, %rcx
     jb      .Ls2\@
@@ -474,7 +475,7 @@ TABLE_CHECK(H_COPY)
     movl    -4(%rsi,%rcx), %edx
     movl    %eax, (%rdi)
     movl    %edx, -4(%rdi,%rcx)
-    jmp     .Ldone\@
+    jmp     \done
 .Ls2\@:
     cmp     $2, %rcx
     jb      .Ls1\@
@@ -482,10 +483,28 @@ TABLE_CHECK(H_COPY)
     movzwl  -2(%rsi,%rcx), %edx
     movw    %ax, (%rdi)
     movw    %dx, -2(%rdi,%rcx)
-    jmp     .Ldone\@
+    jmp     \done
 .Ls1\@:
     movzbl  (%rsi), %eax
     movb    %al, (%rdi)
+    jmp     \done
+.endm
+
+/* Copies %rcx bytes (1 to 4096) from %rsi to %rdi (COPY_MOVES). A 32-byte width stores 32
+ * bytes at a time only where the destination is 32-aligned, so that no store crosses a
+ * 32-byte boundary, hence never a page: a 32-byte store across a page boundary cost a by-value
+ * call 2 to 6 times a direct one in 4 of every 256 stack layouts (docs/perf.md, "the offset
+ * sweep"). The walks align the outgoing area to 32 bytes, so an aggregate at a multiple of 32
+ * in it takes the 32-byte moves; any other destination 16-byte ones (which, 16-aligned, cross
+ * no page either). */
+.macro COPY_BYTES w, vw
+    .if \vw > 16
+    test    $(\vw - 1), %dil
+    jnz     .Lnarrow\@
+    COPY_MOVES \w, \vw, .Ldone\@
+.Lnarrow\@:
+    .endif
+    COPY_MOVES \w, 16, .Ldone\@
 .Ldone\@:
     .ifc \w, avx
     vzeroupper
@@ -695,8 +714,10 @@ ENTRY_END(nt_walk_tail)
 
 /* walk_framed(words = rdi, func = rsi, program = rdx) -> R: a typed call with stack
  * arguments. Frame: %rbp, FRAME_SLOTS bytes of slots, then HDR_FRAME bytes of outgoing
- * arguments at 0(%rsp). %rsp is 8 mod 16 on entry; after `push %rbp` it is 0 mod 16, and
- * FRAME_SLOTS and HDR_FRAME are multiples of 16. */
+ * arguments at 0(%rsp), %rsp aligned down to 32 bytes (COPY_BYTES: a by-value copy to a
+ * 32-aligned slot takes 32-byte moves, which then cross no page). %rsp is 8 mod 16 on entry;
+ * after `push %rbp` it is 0 mod 16, and FRAME_SLOTS and HDR_FRAME are multiples of 16; %rbp
+ * alone says where the frame ends (`leave`). */
 ENTRY_START(nt_walk_framed)
     push    %rbp
     .cfi_def_cfa_offset 16
@@ -708,6 +729,7 @@ ENTRY_START(nt_walk_framed)
     mov     HDR_FRAME(%rdx), %rax
     ALLOCA  .Lframed_probe
 .Lframed_allocated:
+    and     $-32, %rsp
     mov     %rdi, %r10
     lea     HDR_OPS(%rdx), %r11
     jmp     *(%r11)
@@ -748,6 +770,7 @@ ENTRY_START(nt_walk_checked)
     mov     HDR_FRAME(%rcx), %rax
     ALLOCA  .Lchecked_probe
 .Lchecked_allocated:
+    and     $-32, %rsp
     mov     %rdi, %r10
     lea     HDR_OPS(%rcx), %r11
     jmp     *(%r11)
