@@ -18,6 +18,11 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
     if let Some(body) = body {
         return Built { entry: body.address(), program: header_only(argc) };
     }
+    if mode == Mode::Typed {
+        if let Some(built) = regs_body(sig, p) {
+            return built;
+        }
+    }
     let mut ops = ArgumentOps::default();
     let arguments = Arguments { sig, mode, copy, copies: p.stack_len as u64 };
     for m in &p.moves {
@@ -32,13 +37,15 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
 }
 
 /// The checked straight-line body of a placement, if it has one: every argument an `int32_t`
-/// (sign-extended) or a 64-bit integer or pointer in integer register `i`, a 4- or 8-byte
-/// integer result.
+/// (sign-extended) or a 64-bit integer or pointer in integer register `i`, or, past the
+/// registers (x86-64's seventh and eighth), a 64-bit integer or pointer in stack slot `i - 6`;
+/// a 4- or 8-byte integer result.
 fn line_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
     let n = sig.args().len();
-    if n > MAX_LINE_ARGS as usize || p.moves.len() != n || p.stack_len != 0 || p.copy_len != 0 || p.vector_count != 0 {
+    if n > MAX_LINE_ARGS as usize || p.moves.len() != n || p.copy_len != 0 || p.vector_count != 0 {
         return None;
     }
+    let regs = INT_REGS.len();
     let mut mask = 0usize;
     for (i, m) in p.moves.iter().enumerate() {
         match *m {
@@ -50,8 +57,17 @@ fn line_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
             Move::Int { arg, len: 8, to: Loc::Int(r), .. } if usize::from(arg) == i && usize::from(r) == i => {
                 mask = (mask << 1) | 1
             }
+            Move::Int { arg, len: 8, to: Loc::Stack(off), .. }
+                if usize::from(arg) == i && i >= regs && off as usize == 8 * (i - regs) =>
+            {
+                mask = (mask << 1) | 1
+            }
             _ => return None,
         }
+    }
+    // The bodies' outgoing area: two slots (build.rs, `line_args`).
+    if p.stack_len > 16 {
+        return None;
     }
     match &p.result {
         ResultPlace::Regs(pieces) => match pieces.as_slice() {
@@ -86,6 +102,38 @@ fn words_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
         }
     }
     Some(Entry::Words(n))
+}
+
+/// The typed register body of a placement, if it has one (x86-64): every argument a word (an
+/// integer, pointer, float or double) in a register, at least one in a vector register, none
+/// on the stack; the program names the word of each register.
+fn regs_body(sig: &Signature, p: &Placement) -> Option<Built> {
+    if REGS_VEC == 0 || p.moves.len() != sig.args().len() || p.stack_len != 0 || p.copy_len != 0 {
+        return None;
+    }
+    let (mut ints, mut vecs) = (Vec::new(), Vec::new());
+    for (m, ty) in p.moves.iter().zip(sig.args()) {
+        if !ty.is_word() {
+            return None;
+        }
+        match *m {
+            Move::Int { arg, to: Loc::Int(r), .. } if usize::from(r) == ints.len() => ints.push(argv_at(arg)),
+            Move::Bytes { arg, src: 0, len: 4 | 8, to: Loc::Vec(r) } if usize::from(r) == vecs.len() => {
+                vecs.push(argv_at(arg))
+            }
+            _ => return None,
+        }
+    }
+    let (ni, nv) = (ints.len(), vecs.len());
+    if usize::from(p.vector_count) != nv {
+        return None;
+    }
+    let entry = Entry::Regs { ni, nv };
+    entry.slot()?;
+    let mut program = header_only(sig.args().len()).into_vec();
+    debug_assert_eq!(program.len() as i64 * 8, HDR_OPS);
+    program.extend(ints.into_iter().chain(vecs));
+    Some(Built { entry: entry.address(), program: program.into_boxed_slice() })
 }
 
 /// The ops that place the arguments, by the phase that runs them.
