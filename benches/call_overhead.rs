@@ -329,11 +329,8 @@ mod shapes {
     impl Mixed8 {
         pub fn new() -> Self {
             let (i, d) = (Type::I32, Type::F64);
-            let sig = Signature::new(
-                vec![i.clone(), d.clone(), Type::I64, d.clone(), i, d.clone(), Type::Pointer, d],
-                Some(Type::F64),
-            )
-            .expect("signature");
+            let sig =
+                Signature::new(vec![i, d, Type::I64, d, i, d, Type::Pointer, d], Some(Type::F64)).expect("signature");
             let plan = CallPlan::new(&sig).expect("plan");
             // SAFETY: mixed8 has the plan's signature.
             let typed = unsafe { plan.bind(mixed8 as *const c_void) }.expect("bind");
@@ -395,11 +392,8 @@ mod shapes {
     impl Reduce8 {
         pub fn new() -> Self {
             let p = Type::Pointer;
-            let sig = Signature::new(
-                vec![p.clone(), p.clone(), Type::U64, Type::I32, Type::I32, Type::I32, p.clone(), p],
-                Some(Type::I32),
-            )
-            .expect("signature");
+            let sig = Signature::new(vec![p, p, Type::U64, Type::I32, Type::I32, Type::I32, p, p], Some(Type::I32))
+                .expect("signature");
             let plan = CallPlan::new(&sig).expect("plan");
             // SAFETY: reduce8 has the plan's signature.
             let typed = unsafe { plan.bind(reduce8 as *const c_void) }.expect("bind");
@@ -667,7 +661,7 @@ mod harness {
             ];
             #[cfg(target_arch = "x86_64")]
             {
-                byval.push(("libffi", Box::new(|n| repeat(n, || self.ffi.byval128(&self.byval128.bytes())))));
+                byval.push(("libffi", Box::new(|n| repeat(n, || self.ffi.byval128(self.byval128.bytes())))));
                 mixed.push(("libffi", Box::new(|n| repeat(n, || self.ffi.mixed8()))));
                 ints3.push(("libffi", Box::new(|n| repeat(n, || self.ffi.ints3()))));
                 comm.push(("libffi", Box::new(|n| repeat(n, || self.ffi.comm_init_rank(&self.comm_init_rank)))));
