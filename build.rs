@@ -159,6 +159,9 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("copy", vec![&["sse", "avx", "avx512vl"]]),
                 ("retaddr", vec![]),
                 ("enter", vec![]),
+                // enter for a typed call whose register arguments are all words: a register
+                // body (regs_<ni>_<nv>) loads them (ADR 32).
+                ("enterb", vec![]),
                 // A multi-piece result: %rax holds 4 (after an SSE eightbyte, align-4 structs)
                 // or 8 bytes, %rdx 1 to 8; one-piece results use donei / donev.
                 ("resa", vec![&["4", "8"]]),
@@ -268,7 +271,7 @@ const MAX_LINE_ARGS_DEFAULT: u32 = 6;
 /// after them (x86-64: the seventh and eighth, stack words) are 64-bit integers or pointers.
 const LINE_REG_ARGS: u32 = 6;
 /// Typed register bodies (x86-64): `regs_<ni>_<nv>` for ni = 0 to this many integer registers
-/// and nv = 1 to `REGS_VEC` vector registers.
+/// and nv = 0 to `REGS_VEC` vector registers.
 const REGS_INT: u32 = 6;
 const REGS_VEC: u32 = 8;
 /// Their result kinds: a 4-byte or an 8-byte integer result stored at `ret`.
@@ -446,7 +449,7 @@ fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
         constant("REGS_INT", i64::from(ni), "most integer registers of a register body (0: none)");
         constant("REGS_VEC", i64::from(nv), "most vector registers of a register body (0: none)");
         if a.regs_bodies {
-            names.extend((0..=ni).flat_map(|i| (1..=nv).map(move |v| format!("regs_{i}_{v}"))));
+            names.extend((0..=ni).flat_map(|i| (0..=nv).map(move |v| format!("regs_{i}_{v}"))));
         }
         if let Some(record) = a.callback {
             for (name, value, what) in record {

@@ -18,9 +18,16 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
     if let Some(body) = body {
         return Built { entry: body.address(), program: header_only(argc) };
     }
-    if mode == Mode::Typed {
-        if let Some(built) = regs_body(sig, p) {
-            return built;
+    // A typed call whose register arguments are all words: a register body loads them (in
+    // place of the register ops), called by `enterb` where the call has a frame.
+    let words = if mode == Mode::Typed { register_words(sig, p) } else { None };
+    if let Some((entry, offsets)) = &words {
+        if p.stack_len == 0 && p.copy_len == 0 && p.moves.len() == argc && matches!(entry, Entry::Regs { nv: 1.., .. })
+        {
+            let mut program = header_only(argc).into_vec();
+            debug_assert_eq!(program.len() as i64 * 8, HDR_OPS);
+            program.extend(offsets);
+            return Built { entry: entry.address(), program: program.into_boxed_slice() };
         }
     }
     let mut ops = ArgumentOps::default();
@@ -33,7 +40,7 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
         ops.late.push(Handler::X8, 0, 0);
     }
     ops.regs.push(Handler::Call, u64::from(p.vector_count), 0);
-    assemble(argc, p, mode, ops, after_call(mode, &p.result))
+    assemble(argc, p, mode, ops, words, after_call(mode, &p.result))
 }
 
 /// The checked straight-line body of a placement, if it has one: every argument an `int32_t`
@@ -104,36 +111,31 @@ fn words_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
     Some(Entry::Words(n))
 }
 
-/// The typed register body of a placement, if it has one (x86-64): every argument a word (an
-/// integer, pointer, float or double) in a register, at least one in a vector register, none
-/// on the stack; the program names the word of each register.
-fn regs_body(sig: &Signature, p: &Placement) -> Option<Built> {
-    if REGS_VEC == 0 || p.moves.len() != sig.args().len() || p.stack_len != 0 || p.copy_len != 0 {
-        return None;
-    }
+/// The register body of a typed placement (x86-64) and the word offset of each register's
+/// argument (integer registers, then vector registers), where every argument that goes in a
+/// register is a word in one piece (an integer, pointer, float or double); the rest go on the
+/// stack or are copied there, by frame ops.
+fn register_words(sig: &Signature, p: &Placement) -> Option<(Entry, Vec<u64>)> {
+    let word = |arg: u16| sig.args()[usize::from(arg)].is_word();
     let (mut ints, mut vecs) = (Vec::new(), Vec::new());
-    for (m, ty) in p.moves.iter().zip(sig.args()) {
-        if !ty.is_word() {
-            return None;
-        }
+    for m in &p.moves {
         match *m {
-            Move::Int { arg, to: Loc::Int(r), .. } if usize::from(r) == ints.len() => ints.push(argv_at(arg)),
-            Move::Bytes { arg, src: 0, len: 4 | 8, to: Loc::Vec(r) } if usize::from(r) == vecs.len() => {
+            Move::Int { arg, to: Loc::Int(r), .. } if word(arg) && usize::from(r) == ints.len() => {
+                ints.push(argv_at(arg))
+            }
+            Move::Bytes { arg, src: 0, len: 4 | 8, to: Loc::Vec(r) } if word(arg) && usize::from(r) == vecs.len() => {
                 vecs.push(argv_at(arg))
             }
+            Move::Int { to: Loc::Stack(_), .. } | Move::Bytes { to: Loc::Stack(_), .. } | Move::Copy { .. } => {}
             _ => return None,
         }
     }
-    let (ni, nv) = (ints.len(), vecs.len());
-    if usize::from(p.vector_count) != nv {
+    if usize::from(p.vector_count) != vecs.len() {
         return None;
     }
-    let entry = Entry::Regs { ni, nv };
+    let entry = Entry::Regs { ni: ints.len(), nv: vecs.len() };
     entry.slot()?;
-    let mut program = header_only(sig.args().len()).into_vec();
-    debug_assert_eq!(program.len() as i64 * 8, HDR_OPS);
-    program.extend(ints.into_iter().chain(vecs));
-    Some(Built { entry: entry.address(), program: program.into_boxed_slice() })
+    Some((entry, ints.into_iter().chain(vecs).collect()))
 }
 
 /// The ops that place the arguments, by the phase that runs them.
@@ -278,20 +280,44 @@ fn result_piece(piece: &RetPiece) -> Handler {
     }
 }
 
-/// The program, in the order the walk runs it, and the walk that runs it.
-fn assemble(argc: usize, p: &Placement, mode: Mode, ops: ArgumentOps, after: Ops) -> Built {
+/// The program, in the order the walk runs it, and the walk that runs it. `words`: the register
+/// body and word offsets of a typed call whose register arguments are all words (a framed one
+/// runs them through `enterb` in place of its register ops).
+fn assemble(
+    argc: usize,
+    p: &Placement,
+    mode: Mode,
+    ops: ArgumentOps,
+    words: Option<(Entry, Vec<u64>)>,
+    after: Ops,
+) -> Built {
     let frame_bytes = (p.stack_len + p.copy_len) as u64;
     let mut program = vec![frame_bytes, argc as u64];
     // A frame for stack arguments and copies (LP64D's split aggregate stores its stack half
     // from the register phase: no frame op, but a frame all the same).
     let framed = mode == Mode::Checked || frame_bytes != 0 || ops.frame.count() != 0 || ops.late.count() != 0;
     let entry = if framed {
-        // `enter` calls the register ops and continues `link` bytes after itself: after them.
-        let link = (1 + ops.regs.count()) as u64 * OP_SIZE as u64;
         let mut enter = Ops::default();
-        enter.push(Handler::Enter, link, 0);
-        for phase in [ops.frame, ops.late, enter, ops.regs, after] {
-            program.extend(phase.0);
+        match words {
+            Some((body, offsets)) if Handler::Enterb.slot().is_some() => {
+                // `enterb` calls the body, whose offsets follow it (padded to whole ops), and
+                // continues after them.
+                let data = offsets.len().div_ceil(3) * 3;
+                let link = (1 + data / 3) as u64 * OP_SIZE as u64;
+                enter.push(Handler::Enterb, link, body.address() as u64);
+                enter.0.extend(offsets.iter().copied().chain(core::iter::repeat(0)).take(data));
+                for phase in [ops.frame, ops.late, enter, after] {
+                    program.extend(phase.0);
+                }
+            }
+            _ => {
+                // `enter` calls the register ops and continues `link` bytes after itself: after them.
+                let link = (1 + ops.regs.count()) as u64 * OP_SIZE as u64;
+                enter.push(Handler::Enter, link, 0);
+                for phase in [ops.frame, ops.late, enter, ops.regs, after] {
+                    program.extend(phase.0);
+                }
+            }
         }
         if mode == Mode::Checked {
             Entry::WalkChecked

@@ -63,6 +63,8 @@ pub(super) enum Handler {
     X8,
     /// `enter`: runs the register ops as a subroutine.
     Enter,
+    /// `enterb`: calls a register body in place of the register ops (x86-64).
+    Enterb,
     /// `resa_<len>`: `len` bytes of the first integer result register.
     Resa(u32),
     /// `resd_<len>`: `len` bytes of the second integer result register.
@@ -180,6 +182,8 @@ impl Key for Handler {
             #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
             Handler::X8 => Some(H_X8),
             Handler::Enter => Some(H_ENTER),
+            #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+            Handler::Enterb => Some(H_ENTERB),
             Handler::Resa(len) => member(H_RESA, &[(L_RESA_0, by_len(RESA_LEN, len))]),
             Handler::Resd(len) => member(H_RESD, &[(L_RESD_0, by_len(RESD_LEN, len))]),
             Handler::Resv(r, len) => member(H_RESV, &[(L_RESV_0, reg(r)), (L_RESV_1, by_len(RESV_LEN, len))]),
@@ -213,9 +217,9 @@ impl Key for Entry {
                 (n as i64 <= MAX_LINE_ARGS && mask < 1 << n && mask & wide == wide && kind < 2)
                     .then_some(T_LINE + 2 * (lines_before(n) + (mask >> stack) as i64) + kind as i64)
             }
-            // build.rs: regs_<ni>_<nv> for ni = 0 to REGS_INT, nv = 1 to REGS_VEC.
-            Entry::Regs { ni, nv } => (REGS_VEC > 0 && ni as i64 <= REGS_INT && (1..=REGS_VEC).contains(&(nv as i64)))
-                .then_some(T_REGS + ni as i64 * REGS_VEC + nv as i64 - 1),
+            // build.rs: regs_<ni>_<nv> for ni = 0 to REGS_INT, nv = 0 to REGS_VEC.
+            Entry::Regs { ni, nv } => (REGS_VEC > 0 && ni as i64 <= REGS_INT && nv as i64 <= REGS_VEC)
+                .then_some(T_REGS + ni as i64 * (REGS_VEC + 1) + nv as i64),
         }
     }
 }
@@ -319,6 +323,7 @@ mod tests {
             Handler::Retaddr,
             Handler::X8,
             Handler::Enter,
+            Handler::Enterb,
             Handler::Resx,
             Handler::Return,
             Handler::Done,
@@ -362,6 +367,7 @@ mod tests {
             Handler::Retaddr => "retaddr".into(),
             Handler::X8 => "x8".into(),
             Handler::Enter => "enter".into(),
+            Handler::Enterb => "enterb".into(),
             Handler::Resa(len) => format!("resa_{len}"),
             Handler::Resd(len) => format!("resd_{len}"),
             Handler::Resv(r, len) => format!("resv_{}_{len}", vec(r)),
@@ -425,7 +431,7 @@ mod tests {
                         assert_eq!(TABLE_NAMES[slot as usize], format!("regs_{ni}_{nv}"));
                         regs += 1;
                     }
-                    None => assert!(REGS_VEC == 0 || ni as i64 > REGS_INT || nv == 0 || nv as i64 > REGS_VEC),
+                    None => assert!(REGS_VEC == 0 || ni as i64 > REGS_INT || nv as i64 > REGS_VEC),
                 }
             }
         }

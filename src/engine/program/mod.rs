@@ -58,7 +58,18 @@ pub(crate) fn code_path(entry: usize, program: &[u64]) -> Vec<&'static str> {
         return path;
     }
     let ops = program.get((HDR_OPS / 8) as usize..).unwrap_or(&[]);
-    path.extend(ops.chunks_exact((OP_SIZE / 8) as usize).map(|op| name(op[0])));
+    let mut ops = ops.chunks_exact((OP_SIZE / 8) as usize);
+    while let Some(op) = ops.next() {
+        path.push(name(op[0]));
+        if path.last() == Some(&"enterb") {
+            // The body it calls, then past the word offsets that follow it (its operand A is
+            // the distance to the op after them).
+            path.push(name(op[2]));
+            for _ in 1..op[1] / OP_SIZE as u64 {
+                ops.next();
+            }
+        }
+    }
     path
 }
 
