@@ -346,9 +346,10 @@ HANDLER_START(nt_wstk)
 HANDLER_END(nt_wstk)
 TABLE_CHECK(H_COPY)
 
-/* Vector moves of one copy width, `vw` bytes each (16 or 32): sse = movups, %xmm0-3 (16 bytes
- * only); avx = vmovdqu, %xmm0-3 / %ymm0-3 (vzeroupper after); avx512vl = vmovdqu64, %xmm16-19 /
- * %ymm16-19 (EVEX-only registers, no vzeroupper needed, no zmm). A 16-byte move of a 32-byte
+/* Vector moves of one copy width, `vw` bytes each (16 or 32): sse = movups, %xmm0-7 (16 bytes
+ * only); avx = vmovdqu, %xmm0-7 / %ymm0-3 (vzeroupper after); avx512vl = vmovdqu64, %xmm16-23 /
+ * %ymm16-19 (EVEX-only registers, no vzeroupper needed, no zmm). No argument register is
+ * loaded yet when a copy runs (the frame phase comes first). A 16-byte move of a 32-byte
  * width stays in its encoding family (no SSE/AVX transition). The plan picks the width from the
  * CPU's features. */
 .macro VMOV w, vw, n, ld, mem
@@ -364,32 +365,19 @@ TABLE_CHECK(H_COPY)
     .endif
     .ifc \w, avx512vl
     .if \vw == 32
-    VMOV1   vmovdqu64, ymm1, (\n + 6), \ld, \mem
+    VMOV1   vmovdqu64, ymm, (\n + 16), \ld, \mem
     .else
-    VMOV1   vmovdqu64, xmm1, (\n + 6), \ld, \mem
+    VMOV1   vmovdqu64, xmm, (\n + 16), \ld, \mem
     .endif
     .endif
 .endm
-/* One move: `op mem, %<bank><n>` (ld = 1) or `op %<bank><n>, mem`; avx512vl's bank "ymm1" /
- * "xmm1" with n + 6 = 6..9 names %ymm16-19 / %xmm16-19. */
-.macro VMOV1 op, bank, n, ld, mem
-    .if \n == 0
-    VMOV2   \op, %\bank\()0, \ld, \mem
-    .elseif \n == 1
-    VMOV2   \op, %\bank\()1, \ld, \mem
-    .elseif \n == 2
-    VMOV2   \op, %\bank\()2, \ld, \mem
-    .elseif \n == 3
-    VMOV2   \op, %\bank\()3, \ld, \mem
-    .elseif \n == 6
-    VMOV2   \op, %\bank\()6, \ld, \mem
-    .elseif \n == 7
-    VMOV2   \op, %\bank\()7, \ld, \mem
-    .elseif \n == 8
-    VMOV2   \op, %\bank\()8, \ld, \mem
-    .else
-    VMOV2   \op, %\bank\()9, \ld, \mem
+/* One move: `op mem, %<bank><r>` (ld = 1) or `op %<bank><r>, mem`, r = 0 to 7 or 16 to 23. */
+.macro VMOV1 op, bank, r, ld, mem
+    .irp k, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+    .if (\r) == \k
+    VMOV2   \op, %\bank\k, \ld, \mem
     .endif
+    .endr
 .endm
 .macro VMOV2 op, reg, ld, mem
     .if \ld
@@ -417,6 +405,33 @@ TABLE_CHECK(H_COPY)
     lea     -\vw(%rdi,%rcx), %r9
     cmp     $4*\vw, %rcx
     jb      .Ltail\@
+    .if \vw == 16
+    /* 64 to 128 bytes (an ncclUniqueId): four vectors from the start and four ending at the
+     * end (they may overlap), every load before any store. Loads after the copy's own stores
+     * (the loop's second step) stalled where the source sat 64 bytes below the destination
+     * modulo 4096 (4K aliasing: 0.8% of layouts up to 3.4 times slower, docs/perf.md). */
+    cmp     $8*\vw, %rcx
+    ja      .Lloop\@
+    lea     -4*\vw(%rsi,%rcx), %rax
+    lea     -4*\vw(%rdi,%rcx), %rdx
+    VLD     \w, \vw, 0, (%rsi)
+    VLD     \w, \vw, 1, \vw(%rsi)
+    VLD     \w, \vw, 2, 2*\vw(%rsi)
+    VLD     \w, \vw, 3, 3*\vw(%rsi)
+    VLD     \w, \vw, 4, (%rax)
+    VLD     \w, \vw, 5, \vw(%rax)
+    VLD     \w, \vw, 6, 2*\vw(%rax)
+    VLD     \w, \vw, 7, 3*\vw(%rax)
+    VST     \w, \vw, 0, (%rdi)
+    VST     \w, \vw, 1, \vw(%rdi)
+    VST     \w, \vw, 2, 2*\vw(%rdi)
+    VST     \w, \vw, 3, 3*\vw(%rdi)
+    VST     \w, \vw, 4, (%rdx)
+    VST     \w, \vw, 5, \vw(%rdx)
+    VST     \w, \vw, 6, 2*\vw(%rdx)
+    VST     \w, \vw, 7, 3*\vw(%rdx)
+    jmp     \done
+    .endif
 .Lloop\@:
     VLD     \w, \vw, 0, (%rsi)
     VLD     \w, \vw, 1, \vw(%rsi)
