@@ -123,6 +123,10 @@ struct Arch {
     int_regs: &'static [&'static str],
     vec_regs: &'static [&'static str],
     families: Vec<(&'static str, Vec<&'static [&'static str]>)>,
+    /// Most arguments of a checked straight-line body (`MAX_LINE_ARGS`).
+    line_args: u32,
+    /// Typed register bodies (`regs_<ni>_<nv>`, integer and vector registers) where true.
+    regs_bodies: bool,
     frame: &'static [(&'static str, i64, &'static str)],
     /// The callback record's layout where the architecture has callback entries.
     callback: Option<&'static [(&'static str, i64, &'static str)]>,
@@ -155,6 +159,9 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("copy", vec![&["sse", "avx", "avx512vl"]]),
                 ("retaddr", vec![]),
                 ("enter", vec![]),
+                // enter for a typed call whose register arguments are all words: a register
+                // body (regs_<ni>_<nv>) loads them (ADR 33).
+                ("enterb", vec![]),
                 // A multi-piece result: %rax holds 4 (after an SSE eightbyte, align-4 structs)
                 // or 8 bytes, %rdx 1 to 8; one-piece results use donei / donev.
                 ("resa", vec![&["4", "8"]]),
@@ -167,6 +174,9 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("return", vec![]),
                 ("done", vec![]),
             ],
+            // Seven and eight: the two stack words of ncclReduce's and ncclBroadcast's shapes.
+            line_args: 8,
+            regs_bodies: true,
             frame: FRAME_X86_64,
             callback: Some(CALLBACK_X86_64),
         }),
@@ -204,6 +214,8 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("return", vec![]),
                 ("done", vec![]),
             ],
+            line_args: MAX_LINE_ARGS_DEFAULT,
+            regs_bodies: false,
             frame: FRAME_AARCH64,
             callback: Some(CALLBACK_AARCH64),
         }),
@@ -242,6 +254,8 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
                 ("return", vec![]),
                 ("done", vec![]),
             ],
+            line_args: MAX_LINE_ARGS_DEFAULT,
+            regs_bodies: false,
             frame: FRAME_RISCV64,
             callback: Some(CALLBACK_RISCV64),
         }),
@@ -249,9 +263,17 @@ fn arch(arch: &str, os: &str) -> Option<Arch> {
     }
 }
 
-/// Checked straight-line bodies: at most this many arguments (all in registers on both ABIs),
-/// one body per width mask and result kind.
-const MAX_LINE_ARGS: u32 = 6;
+/// Checked straight-line bodies: at most this many arguments where the architecture says no
+/// more (`Arch::line_args`; all in registers on every ABI), one body per width mask and result
+/// kind.
+const MAX_LINE_ARGS_DEFAULT: u32 = 6;
+/// The width masks of checked straight-line bodies cover the first this many arguments; any
+/// after them (x86-64: the seventh and eighth, stack words) are 64-bit integers or pointers.
+const LINE_REG_ARGS: u32 = 6;
+/// Typed register bodies (x86-64): `regs_<ni>_<nv>` for ni = 0 to this many integer registers
+/// and nv = 0 to `REGS_VEC` vector registers.
+const REGS_INT: u32 = 6;
+const REGS_VEC: u32 = 8;
 /// Their result kinds: a 4-byte or an 8-byte integer result stored at `ret`.
 const LINE_KINDS: &[&str] = &["r4", "r8"];
 /// Typed word bodies: one per argument count, 0 to this (the most a typed binding takes).
@@ -364,14 +386,18 @@ fn members(family: &str, dims: &[&[&str]]) -> Vec<String> {
     names
 }
 
-/// The checked straight-line body names in table order: for n = 0..=max, the 2^n signatures
-/// of n arguments, each `i` (int32_t, sign-extended) or `q` (a 64-bit integer or pointer),
-/// argument 0 first and most significant in the index; each with every result kind.
+/// The checked straight-line body names in table order: for n = 0..=max, the signatures of n
+/// arguments, each of the first LINE_REG_ARGS `i` (int32_t, sign-extended) or `q` (a 64-bit
+/// integer or pointer), argument 0 first and most significant in the index, the rest `q`; each
+/// with every result kind.
 fn line_names(max: u32) -> Vec<String> {
     let mut names = Vec::new();
     for n in 0..=max {
-        for mask in 0..(1u32 << n) {
-            let bits: String = (0..n).map(|k| if mask >> (n - 1 - k) & 1 == 1 { 'q' } else { 'i' }).collect();
+        let masked = n.min(LINE_REG_ARGS);
+        for mask in 0..(1u32 << masked) {
+            let mut bits: String =
+                (0..masked).map(|k| if mask >> (masked - 1 - k) & 1 == 1 { 'q' } else { 'i' }).collect();
+            bits.extend((masked..n).map(|_| 'q'));
             let bits = if n == 0 { "none".to_string() } else { bits };
             names.extend(LINE_KINDS.iter().map(|k| format!("line_{bits}_{k}")));
         }
@@ -411,8 +437,20 @@ fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
         constant("MAX_WORD_ARGS", i64::from(MAX_WORD_ARGS), "most arguments of a word body");
         names.extend((0..=MAX_WORD_ARGS).map(|n| format!("words_{n}")));
         constant("T_LINE", names.len() as i64, "table index of the checked straight-line bodies");
-        constant("MAX_LINE_ARGS", i64::from(MAX_LINE_ARGS), "most arguments of a checked straight-line body");
-        names.extend(line_names(MAX_LINE_ARGS));
+        constant("MAX_LINE_ARGS", i64::from(a.line_args), "most arguments of a checked straight-line body");
+        constant(
+            "LINE_REG_ARGS",
+            i64::from(LINE_REG_ARGS),
+            "arguments a line body's width mask covers (the rest: 64-bit)",
+        );
+        names.extend(line_names(a.line_args));
+        let (ni, nv) = if a.regs_bodies { (REGS_INT, REGS_VEC) } else { (0, 0) };
+        constant("T_REGS", names.len() as i64, "table index of the typed register bodies (regs_<ni>_<nv>)");
+        constant("REGS_INT", i64::from(ni), "most integer registers of a register body (0: none)");
+        constant("REGS_VEC", i64::from(nv), "most vector registers of a register body (0: none)");
+        if a.regs_bodies {
+            names.extend((0..=ni).flat_map(|i| (0..=nv).map(move |v| format!("regs_{i}_{v}"))));
+        }
         if let Some(record) = a.callback {
             for (name, value, what) in record {
                 constant(name, *value, what);

@@ -6,6 +6,9 @@
 #   2. for each staged build (call_overhead, call_overhead-b): the paired benchmark, ROUNDS
 #      rounds (default 7) of about MS ms per variant (default 160), pinned to one core (CORE,
 #      default 2), then criterion once on build A;
+#   2b. the offset sweep on build A (`sweep SWEEP_ITERATIONS SWEEP_REPS`, default 300 and 3:
+#      the by-value call at 256 stack offsets x 128 source offsets through every copy width
+#      this CPU has; seconds here, bounded to 2 minutes), the slow combinations and the summary;
 #   3. the conformance suite against this machine's gcc, if .device-bin/conformance is staged:
 #      with AVX-512VL, the random signatures run the ymm16-19 copy and its coverage is asserted.
 # Everything lands in ${OUT:-core-bench-logs}/; the medians are printed at the end.
@@ -29,6 +32,14 @@ for build in call_overhead call_overhead-b; do
     run "$build-paired.txt" "${pin[@]}" "$bin/$build" paired "$rounds" "$ms"
 done
 [ -x "$bin/call_overhead" ] && run criterion.txt "${pin[@]}" "$bin/call_overhead" --bench --warm-up-time 1 --measurement-time 3
+if [ -x "$bin/call_overhead" ]; then
+    if timeout 120 "${pin[@]}" "$bin/call_overhead" sweep "${SWEEP_ITERATIONS:-300}" "${SWEEP_REPS:-3}" \
+        > "$out/sweep.txt" 2> "$out/sweep.txt.stderr"; then
+        echo "pass  sweep.txt"
+    else
+        echo "FAIL  sweep.txt (over 2 minutes or an error: see sweep.txt.stderr)"; failed=1
+    fi
+fi
 if [ -x "$bin/conformance" ]; then
     mkdir -p "$out/tmp"
     NCCL_TRAMPOLINE_REPO=$PWD NCCL_TRAMPOLINE_TEST_TMPDIR=$out/tmp run conformance.txt "$bin/conformance" --nocapture
@@ -38,4 +49,5 @@ grep -i -h "model name" "$out/machine.txt" | head -1
 for build in call_overhead call_overhead-b; do
     [ -f "$out/$build-paired.txt" ] && { echo "== $build"; sed -n '/^median/,$p' "$out/$build-paired.txt"; }
 done
+[ -f "$out/sweep.txt" ] && { echo "== offset sweep"; sed -n '/^summary/,$p' "$out/sweep.txt"; }
 exit $failed

@@ -14,7 +14,9 @@ use common::{
     build_shared, check_call, check_plan_call, compiler_version, known_compiler_bug, nccl_shapes, pinned_shapes,
     repo_file, work_dir, CGen, Oracle, Pattern, Rng,
 };
-use nccl_trampoline::__private::layout::{MAX_LINE_ARGS, MAX_WORD_ARGS, TABLE_NAMES, T_WORDS};
+use nccl_trampoline::__private::layout::{
+    LINE_REG_ARGS, MAX_LINE_ARGS, MAX_WORD_ARGS, REGS_INT, REGS_VEC, TABLE_NAMES, T_WORDS,
+};
 use nccl_trampoline::__private::{CodePath, PlanCode, VectorCopy};
 use nccl_trampoline::{arg, Aggregate, CArg, CLongDouble, CallPlan, Complex, Signature, Type, TypedFn, ValueAt};
 
@@ -128,6 +130,12 @@ fn words_of(sig: &Signature, args: &[*const c_void]) -> Vec<u64> {
         .collect()
 }
 
+/// `struct { int64_t v; }`: passed as its member (one INTEGER eightbyte, SysV; a composite of
+/// one 8-byte word in a register, AAPCS64 and LP64D), but an aggregate to the plan.
+fn i64_struct() -> Type {
+    Type::Aggregate(Aggregate::builder().field(Type::I64).build().unwrap())
+}
+
 #[test]
 fn every_entry_preserves_every_callee_saved_register() {
     let oracle = build_oracle("callee-saved", &[]);
@@ -168,6 +176,13 @@ fn every_entry_preserves_every_callee_saved_register() {
             Signature::new(vec![Type::I64; 2], Some(Type::I64)).unwrap(),
             ints[..2].iter().map(arg).collect(),
         ),
+        // A one-member struct passes as its member: the same callee through the typed walk
+        // without a frame (an aggregate keeps it off the word and register bodies).
+        (
+            "nt_unwind_probe2",
+            Signature::new(vec![i64_struct(), Type::I64], Some(Type::I64)).unwrap(),
+            ints[..2].iter().map(arg).collect(),
+        ),
     ];
     let mut entries = std::collections::BTreeSet::new();
     for (name, sig, args) in &cases {
@@ -186,7 +201,12 @@ fn every_entry_preserves_every_callee_saved_register() {
         entries.insert(plan.typed_code_path()[0]);
     }
     eprintln!("callee-saved registers preserved by: {entries:?}");
-    for kind in ["walk_checked", "walk_framed", "walk_tail", "words_", "line_"] {
+    let kinds: &[&str] = if REGS_VEC > 0 {
+        &["walk_checked", "walk_framed", "walk_tail", "words_", "line_", "regs_"]
+    } else {
+        &["walk_checked", "walk_framed", "walk_tail", "words_", "line_"]
+    };
+    for kind in kinds {
         assert!(entries.iter().any(|e| e.starts_with(kind)), "no case runs {kind}: {entries:?}");
     }
     // The checker itself must see a register that changes (negative control).
@@ -221,6 +241,12 @@ fn unwinders_walk_from_the_callee_through_every_entry_kind() {
             ints[..2].iter().map(arg).collect(),
         ),
         ("nt_unwind_probe_f", Signature::new(vec![Type::F64], Some(Type::I64)).unwrap(), vec![arg(&x)]),
+        // As in the callee-saved test: the typed walk without a frame.
+        (
+            "nt_unwind_probe2",
+            Signature::new(vec![i64_struct(), Type::I64], Some(Type::I64)).unwrap(),
+            ints[..2].iter().map(arg).collect(),
+        ),
         (
             "nt_unwind_probe_fs",
             Signature::new([vec![Type::F64], vec![Type::I64; 9]].concat(), Some(Type::I64)).unwrap(),
@@ -250,7 +276,12 @@ fn unwinders_walk_from_the_callee_through_every_entry_kind() {
     let r = outer(oracle.sym("nt_no_cfi_entry") as usize, 0, oracle.sym("nt_unwind_probe2") as usize, 0, 0);
     assert!(r < 1000, "the probe reached the caller through a frame without CFI ({r}): it cannot fail");
     eprintln!("unwound through: {walked:?}; without CFI the walk stops ({r})");
-    for kind in ["walk_checked", "walk_framed", "walk_tail", "words_", "line_"] {
+    let kinds: &[&str] = if REGS_VEC > 0 {
+        &["walk_checked", "walk_framed", "walk_tail", "words_", "line_", "regs_"]
+    } else {
+        &["walk_checked", "walk_framed", "walk_tail", "words_", "line_"]
+    };
+    for kind in kinds {
         assert!(walked.iter().any(|e| e.starts_with(kind)), "no case unwinds through {kind}: {walked:?}");
     }
 }
@@ -390,15 +421,18 @@ fn random_signatures_match_the_c_compiler() {
 }
 
 /// Every straight-line body, exhaustively, against gcc: each checked body (every width mask of
-/// up to MAX_LINE_ARGS `int32_t` / 64-bit arguments, each result kind) through `CallPlan::call`,
-/// and each typed word body (every argument count up to MAX_WORD_ARGS, integers and pointers
-/// of every width, seeded) through `CallPlan::call_words`.
+/// up to MAX_LINE_ARGS `int32_t` / 64-bit arguments, those past LINE_REG_ARGS 64-bit, each
+/// result kind) through `CallPlan::call`, each typed word body (every argument count up to
+/// MAX_WORD_ARGS, integers and pointers of every width, seeded) and each typed register body
+/// (x86-64: every count of integer and vector registers, the classes interleaved at random,
+/// floats and doubles, integers of every width) through `CallPlan::call_words`.
 #[test]
 fn every_straight_line_body_matches_the_c_compiler() {
     let wide = [Type::I64, Type::U64, Type::Pointer];
     let mut lines = Vec::new();
     for n in 0..=MAX_LINE_ARGS as usize {
-        for mask in 0..1usize << n {
+        let stack = n.saturating_sub(LINE_REG_ARGS as usize);
+        for mask in (0..1usize << n).filter(|m| m & ((1 << stack) - 1) == (1 << stack) - 1) {
             let args: Vec<Type> =
                 (0..n).map(|k| if mask >> (n - 1 - k) & 1 == 1 { wide[(k + mask) % 3] } else { Type::I32 }).collect();
             for ret in [Type::I32, Type::U32, wide[mask % 3]] {
@@ -417,7 +451,36 @@ fn every_straight_line_body_matches_the_c_compiler() {
             words.push(Signature::new(args, *ret).unwrap());
         }
     }
-    let shapes: Vec<Signature> = lines.iter().chain(&words).cloned().collect();
+    let mut regs = Vec::new();
+    for ni in 0..=REGS_INT as usize {
+        for nv in 1..=REGS_VEC as usize {
+            // ni integers and nv floats in a random order, each a random width.
+            let mut classes: Vec<bool> = (0..ni).map(|_| false).chain((0..nv).map(|_| true)).collect();
+            for k in (1..classes.len()).rev() {
+                classes.swap(k, rng.below(k as u64 + 1) as usize);
+            }
+            let args = classes
+                .iter()
+                .map(|&v| {
+                    if v {
+                        [Type::F32, Type::F64][rng.below(2) as usize]
+                    } else {
+                        ints[rng.below(ints.len() as u64) as usize]
+                    }
+                })
+                .collect();
+            regs.push(Signature::new(args, rets[(ni + nv) % rets.len()]).unwrap());
+        }
+    }
+    // The register bodies of framed typed calls (enterb, x86-64): ni integers and a 24-byte
+    // aggregate (MEMORY class: copied to the stack) at a random place, no vector register.
+    let big = Type::Aggregate(Aggregate::builder().array(Type::I64, 3).build().unwrap());
+    for ni in (0..=REGS_INT as usize).filter(|_| REGS_VEC > 0) {
+        let mut args: Vec<Type> = (0..ni).map(|_| ints[rng.below(ints.len() as u64) as usize]).collect();
+        args.insert(rng.below(ni as u64 + 1) as usize, big);
+        regs.push(Signature::new(args, rets[ni % rets.len()]).unwrap());
+    }
+    let shapes: Vec<Signature> = lines.iter().chain(&words).chain(&regs).cloned().collect();
     let chunks = 8;
     let per = shapes.len().div_ceil(chunks);
     let sources: Vec<String> = shapes
@@ -442,7 +505,13 @@ fn every_straight_line_body_matches_the_c_compiler() {
         if i < lines.len() {
             assert!(checked.len() == 1 && checked[0].starts_with("line_"), "{sig:?}: not a checked line: {checked:?}");
         }
-        assert!(typed.len() == 1 && typed[0].starts_with("words_"), "{sig:?}: not a word body: {typed:?}");
+        if i < lines.len() + words.len() {
+            assert!(typed.len() == 1 && typed[0].starts_with("words_"), "{sig:?}: not a word body: {typed:?}");
+        } else if sig.args().iter().any(|t| !t.is_word()) {
+            assert!(typed.contains(&"enterb"), "{sig:?}: not through enterb: {typed:?}");
+        } else {
+            assert!(typed.len() == 1 && typed[0].starts_with("regs_"), "{sig:?}: not a register body: {typed:?}");
+        }
         covered.extend(checked);
         covered.extend(typed);
         if let Err(e) = check_call(&oracle, &name, sig, &mut pattern) {
@@ -452,7 +521,10 @@ fn every_straight_line_body_matches_the_c_compiler() {
             failures.push(e);
         }
     }
-    let bodies: Vec<&&str> = TABLE_NAMES.iter().filter(|n| n.starts_with("line_") || n.starts_with("words_")).collect();
+    let bodies: Vec<&&str> = TABLE_NAMES
+        .iter()
+        .filter(|n| n.starts_with("line_") || n.starts_with("words_") || n.starts_with("regs_"))
+        .collect();
     let missing: Vec<&&&str> = bodies.iter().filter(|n| !covered.contains(**n)).collect();
     eprintln!(
         "straight lines: {} signatures, {} of {} bodies reached",

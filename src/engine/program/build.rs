@@ -18,6 +18,18 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
     if let Some(body) = body {
         return Built { entry: body.address(), program: header_only(argc) };
     }
+    // A typed call whose register arguments are all words: a register body loads them (in
+    // place of the register ops), called by `enterb` where the call has a frame.
+    let words = if mode == Mode::Typed { register_words(sig, p) } else { None };
+    if let Some((entry, offsets)) = &words {
+        if p.stack_len == 0 && p.copy_len == 0 && p.moves.len() == argc && matches!(entry, Entry::Regs { nv: 1.., .. })
+        {
+            let mut program = header_only(argc).into_vec();
+            debug_assert_eq!(program.len() as i64 * 8, HDR_OPS);
+            program.extend(offsets);
+            return Built { entry: entry.address(), program: program.into_boxed_slice() };
+        }
+    }
     let mut ops = ArgumentOps::default();
     let arguments = Arguments { sig, mode, copy, copies: p.stack_len as u64 };
     for m in &p.moves {
@@ -28,17 +40,19 @@ pub(crate) fn build(sig: &Signature, p: &Placement, mode: Mode, copy: VectorCopy
         ops.late.push(Handler::X8, 0, 0);
     }
     ops.regs.push(Handler::Call, u64::from(p.vector_count), 0);
-    assemble(argc, p, mode, ops, after_call(mode, &p.result))
+    assemble(argc, p, mode, ops, words, after_call(mode, &p.result))
 }
 
 /// The checked straight-line body of a placement, if it has one: every argument an `int32_t`
-/// (sign-extended) or a 64-bit integer or pointer in integer register `i`, a 4- or 8-byte
-/// integer result.
+/// (sign-extended) or a 64-bit integer or pointer in integer register `i`, or, past the
+/// registers (x86-64's seventh and eighth), a 64-bit integer or pointer in stack slot `i - 6`;
+/// a 4- or 8-byte integer result.
 fn line_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
     let n = sig.args().len();
-    if n > MAX_LINE_ARGS as usize || p.moves.len() != n || p.stack_len != 0 || p.copy_len != 0 || p.vector_count != 0 {
+    if n > MAX_LINE_ARGS as usize || p.moves.len() != n || p.copy_len != 0 || p.vector_count != 0 {
         return None;
     }
+    let regs = INT_REGS.len();
     let mut mask = 0usize;
     for (i, m) in p.moves.iter().enumerate() {
         match *m {
@@ -50,8 +64,17 @@ fn line_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
             Move::Int { arg, len: 8, to: Loc::Int(r), .. } if usize::from(arg) == i && usize::from(r) == i => {
                 mask = (mask << 1) | 1
             }
+            Move::Int { arg, len: 8, to: Loc::Stack(off), .. }
+                if usize::from(arg) == i && i >= regs && off as usize == 8 * (i - regs) =>
+            {
+                mask = (mask << 1) | 1
+            }
             _ => return None,
         }
+    }
+    // The bodies' outgoing area: two slots (build.rs, `line_args`).
+    if p.stack_len > 16 {
+        return None;
     }
     match &p.result {
         ResultPlace::Regs(pieces) => match pieces.as_slice() {
@@ -86,6 +109,33 @@ fn words_shape(sig: &Signature, p: &Placement) -> Option<Entry> {
         }
     }
     Some(Entry::Words(n))
+}
+
+/// The register body of a typed placement (x86-64) and the word offset of each register's
+/// argument (integer registers, then vector registers), where every argument that goes in a
+/// register is a word in one piece (an integer, pointer, float or double); the rest go on the
+/// stack or are copied there, by frame ops.
+fn register_words(sig: &Signature, p: &Placement) -> Option<(Entry, Vec<u64>)> {
+    let word = |arg: u16| sig.args()[usize::from(arg)].is_word();
+    let (mut ints, mut vecs) = (Vec::new(), Vec::new());
+    for m in &p.moves {
+        match *m {
+            Move::Int { arg, to: Loc::Int(r), .. } if word(arg) && usize::from(r) == ints.len() => {
+                ints.push(argv_at(arg))
+            }
+            Move::Bytes { arg, src: 0, len: 4 | 8, to: Loc::Vec(r) } if word(arg) && usize::from(r) == vecs.len() => {
+                vecs.push(argv_at(arg))
+            }
+            Move::Int { to: Loc::Stack(_), .. } | Move::Bytes { to: Loc::Stack(_), .. } | Move::Copy { .. } => {}
+            _ => return None,
+        }
+    }
+    if usize::from(p.vector_count) != vecs.len() {
+        return None;
+    }
+    let entry = Entry::Regs { ni: ints.len(), nv: vecs.len() };
+    entry.slot()?;
+    Some((entry, ints.into_iter().chain(vecs).collect()))
 }
 
 /// The ops that place the arguments, by the phase that runs them.
@@ -230,20 +280,44 @@ fn result_piece(piece: &RetPiece) -> Handler {
     }
 }
 
-/// The program, in the order the walk runs it, and the walk that runs it.
-fn assemble(argc: usize, p: &Placement, mode: Mode, ops: ArgumentOps, after: Ops) -> Built {
+/// The program, in the order the walk runs it, and the walk that runs it. `words`: the register
+/// body and word offsets of a typed call whose register arguments are all words (a framed one
+/// runs them through `enterb` in place of its register ops).
+fn assemble(
+    argc: usize,
+    p: &Placement,
+    mode: Mode,
+    ops: ArgumentOps,
+    words: Option<(Entry, Vec<u64>)>,
+    after: Ops,
+) -> Built {
     let frame_bytes = (p.stack_len + p.copy_len) as u64;
     let mut program = vec![frame_bytes, argc as u64];
     // A frame for stack arguments and copies (LP64D's split aggregate stores its stack half
     // from the register phase: no frame op, but a frame all the same).
     let framed = mode == Mode::Checked || frame_bytes != 0 || ops.frame.count() != 0 || ops.late.count() != 0;
     let entry = if framed {
-        // `enter` calls the register ops and continues `link` bytes after itself: after them.
-        let link = (1 + ops.regs.count()) as u64 * OP_SIZE as u64;
         let mut enter = Ops::default();
-        enter.push(Handler::Enter, link, 0);
-        for phase in [ops.frame, ops.late, enter, ops.regs, after] {
-            program.extend(phase.0);
+        match words {
+            Some((body, offsets)) if Handler::Enterb.slot().is_some() => {
+                // `enterb` calls the body, whose offsets follow it (padded to whole ops), and
+                // continues after them.
+                let data = offsets.len().div_ceil(3) * 3;
+                let link = (1 + data / 3) as u64 * OP_SIZE as u64;
+                enter.push(Handler::Enterb, link, body.address() as u64);
+                enter.0.extend(offsets.iter().copied().chain(core::iter::repeat(0)).take(data));
+                for phase in [ops.frame, ops.late, enter, after] {
+                    program.extend(phase.0);
+                }
+            }
+            _ => {
+                // `enter` calls the register ops and continues `link` bytes after itself: after them.
+                let link = (1 + ops.regs.count()) as u64 * OP_SIZE as u64;
+                enter.push(Handler::Enter, link, 0);
+                for phase in [ops.frame, ops.late, enter, ops.regs, after] {
+                    program.extend(phase.0);
+                }
+            }
         }
         if mode == Mode::Checked {
             Entry::WalkChecked

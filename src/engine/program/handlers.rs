@@ -63,6 +63,8 @@ pub(super) enum Handler {
     X8,
     /// `enter`: runs the register ops as a subroutine.
     Enter,
+    /// `enterb`: calls a register body in place of the register ops (x86-64).
+    Enterb,
     /// `resa_<len>`: `len` bytes of the first integer result register.
     Resa(u32),
     /// `resd_<len>`: `len` bytes of the second integer result register.
@@ -131,8 +133,24 @@ pub(super) enum Entry {
     /// `words_<n>`: typed, `n` words in argument order.
     Words(usize),
     /// `line_<widths>_<kind>`: checked, `n` arguments of the widths in `mask` (argument 0
-    /// most significant, 1 = 64-bit) and a result of kind `kind` (0: 4 bytes, 1: 8 bytes).
+    /// most significant, 1 = 64-bit; past the first `LINE_REG_ARGS`, 64-bit only) and a result
+    /// of kind `kind` (0: 4 bytes, 1: 8 bytes).
     Line { n: usize, mask: usize, kind: usize },
+    /// `regs_<ni>_<nv>`: typed, `ni` integer and `nv` vector registers, the word of each named
+    /// by the program (x86-64).
+    Regs { ni: usize, nv: usize },
+}
+
+/// The number of checked line bodies of fewer than `n` arguments, per result kind: for each
+/// count k, the width masks of its first `LINE_REG_ARGS` arguments (build.rs's `line_names`).
+const fn lines_before(n: usize) -> i64 {
+    let mut count = 0;
+    let mut k = 0;
+    while k < n {
+        count += 1 << if k < LINE_REG_ARGS as usize { k } else { LINE_REG_ARGS as usize };
+        k += 1;
+    }
+    count
 }
 
 impl Key for Handler {
@@ -164,6 +182,8 @@ impl Key for Handler {
             #[cfg(nccl_trampoline_asm = "aarch64_aapcs64")]
             Handler::X8 => Some(H_X8),
             Handler::Enter => Some(H_ENTER),
+            #[cfg(nccl_trampoline_asm = "x86_64_sysv")]
+            Handler::Enterb => Some(H_ENTERB),
             Handler::Resa(len) => member(H_RESA, &[(L_RESA_0, by_len(RESA_LEN, len))]),
             Handler::Resd(len) => member(H_RESD, &[(L_RESD_0, by_len(RESD_LEN, len))]),
             Handler::Resv(r, len) => member(H_RESV, &[(L_RESV_0, reg(r)), (L_RESV_1, by_len(RESV_LEN, len))]),
@@ -188,10 +208,18 @@ impl Key for Entry {
             Entry::WalkFramed => Some(T_WALK + 1),
             Entry::WalkChecked => Some(T_WALK + 2),
             Entry::Words(n) => (n as i64 <= MAX_WORD_ARGS).then_some(T_WORDS + n as i64),
-            // build.rs's `line_names`: for n = 0, 1, ..., the 2^n masks of n arguments (the
-            // 2^n - 1 of fewer arguments come first), each with both result kinds.
-            Entry::Line { n, mask, kind } => (n as i64 <= MAX_LINE_ARGS && mask < 1 << n && kind < 2)
-                .then_some(T_LINE + 2 * ((1 << n) - 1 + mask as i64) + kind as i64),
+            // build.rs's `line_names`: for n = 0, 1, ..., the masks of n arguments (those of
+            // fewer arguments first), each with both result kinds; the arguments after the
+            // first LINE_REG_ARGS are 64-bit in every body (their bits all set).
+            Entry::Line { n, mask, kind } => {
+                let stack = n.saturating_sub(LINE_REG_ARGS as usize);
+                let wide = (1 << stack) - 1;
+                (n as i64 <= MAX_LINE_ARGS && mask < 1 << n && mask & wide == wide && kind < 2)
+                    .then_some(T_LINE + 2 * (lines_before(n) + (mask >> stack) as i64) + kind as i64)
+            }
+            // build.rs: regs_<ni>_<nv> for ni = 0 to REGS_INT, nv = 0 to REGS_VEC.
+            Entry::Regs { ni, nv } => (REGS_VEC > 0 && ni as i64 <= REGS_INT && nv as i64 <= REGS_VEC)
+                .then_some(T_REGS + ni as i64 * (REGS_VEC + 1) + nv as i64),
         }
     }
 }
@@ -295,6 +323,7 @@ mod tests {
             Handler::Retaddr,
             Handler::X8,
             Handler::Enter,
+            Handler::Enterb,
             Handler::Resx,
             Handler::Return,
             Handler::Done,
@@ -338,6 +367,7 @@ mod tests {
             Handler::Retaddr => "retaddr".into(),
             Handler::X8 => "x8".into(),
             Handler::Enter => "enter".into(),
+            Handler::Enterb => "enterb".into(),
             Handler::Resa(len) => format!("resa_{len}"),
             Handler::Resd(len) => format!("resd_{len}"),
             Handler::Resv(r, len) => format!("resv_{}_{len}", vec(r)),
@@ -372,17 +402,43 @@ mod tests {
             assert_eq!(TABLE_NAMES[Entry::Words(n).slot().unwrap() as usize], format!("words_{n}"));
         }
         assert_eq!(Entry::Words(MAX_WORD_ARGS as usize + 1).slot(), None);
+        let mut lines = 0;
         for n in 0..=MAX_LINE_ARGS as usize {
+            let stack = n.saturating_sub(LINE_REG_ARGS as usize);
             for mask in 0..1 << n {
+                if mask & ((1 << stack) - 1) != (1 << stack) - 1 {
+                    // A narrow argument past the first LINE_REG_ARGS: no body.
+                    assert_eq!(Entry::Line { n, mask, kind: 0 }.slot(), None, "{n} {mask:b}");
+                    continue;
+                }
                 let widths: String = (0..n).map(|k| if mask >> (n - 1 - k) & 1 == 1 { 'q' } else { 'i' }).collect();
                 let widths = if n == 0 { "none".to_string() } else { widths };
                 for (kind, result) in ["r4", "r8"].iter().enumerate() {
                     let slot = Entry::Line { n, mask, kind }.slot().unwrap() as usize;
                     assert_eq!(TABLE_NAMES[slot], format!("line_{widths}_{result}"));
+                    lines += 1;
                 }
             }
             assert_eq!(Entry::Line { n, mask: 1 << n, kind: 0 }.slot(), None);
         }
         assert_eq!(Entry::Line { n: MAX_LINE_ARGS as usize + 1, mask: 0, kind: 0 }.slot(), None);
+        assert_eq!(lines, TABLE_NAMES.iter().filter(|n| n.starts_with("line_")).count(), "every line body has a key");
+        let mut regs = 0;
+        for ni in 0..=8 {
+            for nv in 0..=9 {
+                match (Entry::Regs { ni, nv }).slot() {
+                    Some(slot) => {
+                        assert_eq!(TABLE_NAMES[slot as usize], format!("regs_{ni}_{nv}"));
+                        regs += 1;
+                    }
+                    None => assert!(REGS_VEC == 0 || ni as i64 > REGS_INT || nv as i64 > REGS_VEC),
+                }
+            }
+        }
+        assert_eq!(
+            regs,
+            TABLE_NAMES.iter().filter(|n| n.starts_with("regs_")).count(),
+            "every register body has a key"
+        );
     }
 }

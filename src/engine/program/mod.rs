@@ -14,12 +14,16 @@
 //!
 //! - checked ([`Mode::Checked`], `CallPlan::call`): `argv[i]` points to argument `i`; the
 //!   handlers read through it (`int_*`, `stk_*`, `vec_*`, ...). Signatures of up to
-//!   `MAX_LINE_ARGS` `int32_t` / 64-bit integer or pointer arguments returning a 4- or 8-byte
-//!   integer skip the walk: a checked straight-line body (`line_*`).
+//!   `MAX_LINE_ARGS` `int32_t` / 64-bit integer or pointer arguments (those past the first
+//!   `LINE_REG_ARGS`, x86-64's two stack words, 64-bit) returning a 4- or 8-byte integer skip
+//!   the walk: a checked straight-line body (`line_*`).
 //! - typed ([`Mode::Typed`], typed bindings and `call_words`): `argv[i]` is argument `i`'s word
 //!   ([`CArg::word`](crate::CArg::word)); scalars are placed straight from it (`wint_*`, `wvec_*`,
 //!   `wstk`), aggregates through the address it holds (the same handlers as checked). Signatures
-//!   whose arguments are all integers or pointers skip the walk: a word body (`words_<n>`).
+//!   whose arguments are all integers or pointers skip the walk: a word body (`words_<n>`); on
+//!   x86-64 so do those of integers, pointers, floats and doubles all in registers: a register
+//!   body (`regs_<ni>_<nv>`), whose program, after the header, holds the word offset of each
+//!   register's argument instead of ops.
 //!
 //! The builder names the code it needs by key (`Handler`, `Entry`: a family and its members,
 //! `Handler::Int(0, Ext::S32)` for `int_rdi_s32`); a key finds its table slot through the member
@@ -45,12 +49,27 @@ pub(crate) struct Built {
     pub program: Box<[u64]>,
 }
 
-/// The names of the pieces of code a call through `entry` with `program` runs.
+/// The names of the pieces of code a call through `entry` with `program` runs: the entry, then,
+/// for a walk, the handlers of its ops (a body's program holds no ops).
 pub(crate) fn code_path(entry: usize, program: &[u64]) -> Vec<&'static str> {
     let name = |a: u64| engine::code_name(a as usize).unwrap_or("?");
     let mut path = vec![name(entry as u64)];
+    if !path[0].starts_with("walk_") {
+        return path;
+    }
     let ops = program.get((HDR_OPS / 8) as usize..).unwrap_or(&[]);
-    path.extend(ops.chunks_exact((OP_SIZE / 8) as usize).map(|op| name(op[0])));
+    let mut ops = ops.chunks_exact((OP_SIZE / 8) as usize);
+    while let Some(op) = ops.next() {
+        path.push(name(op[0]));
+        if path.last() == Some(&"enterb") {
+            // The body it calls, then past the word offsets that follow it (its operand A is
+            // the distance to the op after them).
+            path.push(name(op[2]));
+            for _ in 1..op[1] / OP_SIZE as u64 {
+                ops.next();
+            }
+        }
+    }
     path
 }
 
