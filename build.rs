@@ -445,7 +445,7 @@ fn write_layout(out: &Path, table: &str, arch: Option<&Arch>) {
         );
         names.extend(line_names(a.line_args));
         let (ni, nv) = if a.regs_bodies { (REGS_INT, REGS_VEC) } else { (0, 0) };
-        constant("T_REGS", names.len() as i64, "table index of the typed register bodies (regs_<ni>_<nv>)");
+        constant("T_REGS", names.len() as i64, "table index of the typed register bodies (`regs_<ni>_<nv>`)");
         constant("REGS_INT", i64::from(ni), "most integer registers of a register body (0: none)");
         constant("REGS_VEC", i64::from(nv), "most vector registers of a register body (0: none)");
         if a.regs_bodies {
